@@ -1,0 +1,98 @@
+"""Attention layers that keep their weights for inspection: scaled dot-product and additive.
+
+Both follow the three steps of every attention: score each (query, key) pair, normalise
+the scores with a masked softmax, and average the values with those weights.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._checks import (check_probability, check_rank, check_same_device, check_same_dtype,
+                      check_size, check_tensor)
+from .masking import masked_softmax
+
+
+def check_qkv(queries, keys, values, *, same_qk_size: bool) -> None:
+    """Validate (batch, n_queries, d_q), (batch, n_keys, d_k), (batch, n_keys, d_v)."""
+    for name, t, layout in (("queries", queries, "(batch, n_queries, d_q)"),
+                            ("keys", keys, "(batch, n_keys, d_k)"),
+                            ("values", values, "(batch, n_keys, d_v)")):
+        check_tensor(name, t)
+        check_rank(name, t, 3, layout)
+    check_same_device(queries=queries, keys=keys, values=values)
+    check_same_dtype(queries=queries, keys=keys, values=values)
+    check_size("keys", keys, 0, queries.shape[0], "the batch size of queries")
+    check_size("values", values, 0, queries.shape[0], "the batch size of queries")
+    check_size("values", values, 1, keys.shape[1], "the number of keys")
+    if same_qk_size:
+        check_size("keys", keys, 2, queries.shape[2], "the feature size of queries")
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot-product attention: scores q·k / sqrt(d).
+
+    forward(queries (batch, n_queries, d), keys (batch, n_keys, d),
+            values (batch, n_keys, d_v), valid_lens None | (batch,) | (batch, n_queries))
+    -> (batch, n_queries, d_v); keeps ``self.attention_weights`` (batch, n_queries, n_keys).
+    """
+
+    def __init__(self, dropout: float = 0.0):
+        super().__init__()
+        check_probability("dropout", dropout)
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights = None
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values, same_qk_size=True)
+        d = queries.shape[-1]
+        # Dividing by sqrt(d) keeps the scores' variance at 1 whatever d is, so the softmax
+        # neither saturates nor loses its gradient as d grows.
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)  # (batch, n_q, n_k)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)  # (batch, n_q, d_v)
+
+
+def _linear(in_features: int | None, out_features: int) -> nn.Module:
+    """A bias-free linear layer, lazy (input size found on first call) when the size is unknown."""
+    if in_features is None:
+        return nn.LazyLinear(out_features, bias=False)
+    return nn.Linear(in_features, out_features, bias=False)
+
+
+class AdditiveAttention(nn.Module):
+    """Additive (Bahdanau) attention: scores w_v^T tanh(W_q q + W_k k).
+
+    W_q: d_q -> h and W_k: d_k -> h map query and key into one hidden space of size
+    ``num_hiddens`` (h), so queries and keys may have different sizes.
+    forward(queries (batch, n_queries, d_q), keys (batch, n_keys, d_k),
+            values (batch, n_keys, d_v), valid_lens) -> (batch, n_queries, d_v);
+    keeps ``self.attention_weights`` (batch, n_queries, n_keys).
+    """
+
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, query_size: int | None = None,
+                 key_size: int | None = None):
+        super().__init__()
+        if not isinstance(num_hiddens, int) or num_hiddens < 1:
+            raise ValueError(f"num_hiddens must be a positive int, got {num_hiddens!r}")
+        check_probability("dropout", dropout)
+        self.W_q = _linear(query_size, num_hiddens)
+        self.W_k = _linear(key_size, num_hiddens)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights = None
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values, same_qk_size=False)
+        for name, t, layer, size in (("queries", queries, self.W_q, "query_size"),
+                                     ("keys", keys, self.W_k, "key_size")):
+            if not isinstance(layer, nn.LazyLinear):
+                check_size(name, t, 2, layer.in_features, f"this layer's {size}")
+        queries, keys = self.W_q(queries), self.W_k(keys)  # (batch, n_q, h), (batch, n_k, h)
+        # every query meets every key: (batch, n_q, 1, h) + (batch, 1, n_k, h)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))
+        scores = self.w_v(features).squeeze(-1)  # (batch, n_q, n_k)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)  # (batch, n_q, d_v)

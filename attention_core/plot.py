@@ -1,0 +1,108 @@
+"""Figures in the house style, with Chinese text that renders on a fresh install."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import matplotlib as mpl
+import torch
+from matplotlib import font_manager
+from matplotlib import pyplot as plt
+
+CJK_FONT_FILE = "NotoSansCJKsc-Regular.otf"  # shipped by the mplfonts package (SIL OFL)
+CJK_FONT_NAME = "Noto Sans CJK SC"
+
+
+def cjk_font_path() -> Path:
+    """Path of the Noto Sans CJK SC font that the ``mplfonts`` package installs."""
+    spec = importlib.util.find_spec("mplfonts")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the mplfonts package is missing: `pip install mplfonts` provides "
+                           "the CJK font that Chinese figure text needs")
+    path = Path(next(iter(spec.submodule_search_locations))) / "fonts" / CJK_FONT_FILE
+    if not path.exists():
+        raise RuntimeError(f"mplfonts is installed but {path} is missing")
+    return path
+
+
+def use_house_style() -> None:
+    """Matplotlib settings for every figure of the book.
+
+    DejaVu Sans sets Latin text, digits and math; glyphs it lacks (Chinese) fall back to
+    Noto Sans CJK SC, registered from its file so no system font is needed.
+    """
+    path = str(cjk_font_path())
+    if path not in {f.fname for f in font_manager.fontManager.ttflist}:
+        font_manager.fontManager.addfont(path)
+    mpl.rcParams.update({
+        "font.family": "sans-serif",
+        "font.sans-serif": ["DejaVu Sans", CJK_FONT_NAME],
+        "figure.figsize": (6.0, 3.0),
+        "figure.dpi": 100,
+        "savefig.dpi": 100,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "legend.frameon": False,
+        "image.cmap": "Reds",
+        "svg.hashsalt": "attention-book",  # stable ids in SVG output
+    })
+
+
+def _as_numpy(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu().numpy()
+    return x
+
+
+def show_heatmaps(matrices, xlabel: str, ylabel: str, titles=None, figsize=(2.5, 2.5),
+                  cmap: str = "Reds", colorbar: bool = True):
+    """Draw a grid of heatmaps, e.g. attention weights.
+
+    matrices: (n_rows, n_cols, n_queries, n_keys); a (n_queries, n_keys) or
+    (n_cols, n_queries, n_keys) tensor is drawn as one row. titles: one per column.
+    Returns the figure; all panels share one colour scale.
+    """
+    m = torch.as_tensor(_as_numpy(matrices))
+    if m.dim() == 2:
+        m = m[None, None]
+    elif m.dim() == 3:
+        m = m[None]
+    elif m.dim() != 4:
+        raise ValueError(f"matrices must be (n_queries, n_keys), (n_cols, n_queries, n_keys) or "
+                         f"(n_rows, n_cols, n_queries, n_keys), got shape {tuple(m.shape)}")
+    n_rows, n_cols = m.shape[:2]
+    if titles is not None and len(titles) != n_cols:
+        raise ValueError(f"titles has {len(titles)} entries but matrices has {n_cols} columns")
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(figsize[0] * n_cols, figsize[1] * n_rows),
+                             sharex=True, sharey=True, squeeze=False)
+    vmin, vmax = float(m.min()), float(m.max())
+    for i in range(n_rows):
+        for j in range(n_cols):
+            ax = axes[i, j]
+            pcm = ax.imshow(m[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+            ax.grid(False)
+            if i == n_rows - 1:
+                ax.set_xlabel(xlabel)
+            if j == 0:
+                ax.set_ylabel(ylabel)
+            if titles is not None:
+                ax.set_title(titles[j])
+    if colorbar:
+        fig.colorbar(pcm, ax=axes, shrink=0.6)
+    return fig
+
+
+def plot_regression(ax, x_train, y_train, x_test, curves: dict, title: str | None = None):
+    """Training points as dots and one line per entry of ``curves`` (label -> y on x_test)."""
+    ax.plot(_as_numpy(x_train), _as_numpy(y_train), "o", alpha=0.5, markersize=4,
+            color="0.4", label="samples · 样本")
+    for label, y in curves.items():
+        style = "--" if label.startswith("truth") else "-"
+        ax.plot(_as_numpy(x_test), _as_numpy(y), style, label=label)
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    if title:
+        ax.set_title(title)
+    return ax
