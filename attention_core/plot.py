@@ -35,8 +35,9 @@ def use_house_style() -> None:
     if path not in {f.fname for f in font_manager.fontManager.ttflist}:
         font_manager.fontManager.addfont(path)
     mpl.rcParams.update({
-        "font.family": "sans-serif",
-        "font.sans-serif": ["DejaVu Sans", CJK_FONT_NAME],
+        # a list of concrete families: matplotlib falls back glyph by glyph along it (a
+        # generic "sans-serif" would resolve to a single font and drop the fallback)
+        "font.family": ["DejaVu Sans", CJK_FONT_NAME],
         "figure.figsize": (6.0, 3.0),
         "figure.dpi": 100,
         "savefig.dpi": 100,

@@ -6,17 +6,21 @@ import inspect
 from IPython.display import Markdown
 
 
-def show_source(obj) -> Markdown:
-    """The source of a function, class or method as a highlighted code block.
+def show_source(*objs) -> Markdown:
+    """The source of functions, classes or methods as highlighted code blocks.
 
-    Rendered as Markdown so that Jupyter and the static site both highlight it; the module
-    and line number say where to find it.
+    Rendered as Markdown so that Jupyter and the static site both highlight it; a header
+    names the module and the line where each object is defined.
     """
-    try:
-        lines, start = inspect.getsourcelines(obj)
-    except (TypeError, OSError) as err:
-        raise TypeError(f"show_source needs a function, class or method defined in Python "
-                        f"source, got {obj!r}") from err
-    module = inspect.getmodule(obj).__name__
-    header = f"`{module}`, line {start}"
-    return Markdown(f"{header}\n\n```python\n{''.join(lines).rstrip()}\n```")
+    if not objs:
+        raise TypeError("show_source needs at least one function, class or method")
+    parts = []
+    for obj in objs:
+        try:
+            lines, start = inspect.getsourcelines(obj)
+        except (TypeError, OSError) as err:
+            raise TypeError(f"show_source needs a function, class or method defined in Python "
+                            f"source, got {obj!r}") from err
+        module = inspect.getmodule(obj).__name__
+        parts.append(f"`{module}`, line {start}\n\n```python\n{''.join(lines).rstrip()}\n```")
+    return Markdown("\n\n".join(parts))

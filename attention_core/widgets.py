@@ -27,8 +27,8 @@ NOTE_EN = ("Precomputed frames: this figure works without Python. Running the no
 NOTE_ZH = "预先计算的帧：此图无需 Python 即可交互。在 Jupyter 中运行本笔记本会得到实时滑块。"
 
 
-def render_frame(draw: Callable, value, figsize) -> str:
-    """Draw one figure for ``value`` and return it as a base64 PNG."""
+def render_png(draw: Callable, value, figsize) -> bytes:
+    """Draw one figure for ``value`` and return its PNG bytes."""
     fig = plt.figure(figsize=figsize)
     try:
         draw(fig, value)
@@ -36,7 +36,7 @@ def render_frame(draw: Callable, value, figsize) -> str:
         fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
     finally:
         plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
 
 
 def static_slider_html(frames: Sequence[str], labels: Sequence[str], start: int, name: str,
@@ -91,7 +91,6 @@ def slider_figure(draw: Callable, values: Sequence[float], *, name: str, label_e
     label_en / label_zh: the parameter's name in both languages.
     """
     import ipywidgets as widgets
-    from IPython.display import display
 
     values = list(values)
     if not values:
@@ -99,23 +98,20 @@ def slider_figure(draw: Callable, values: Sequence[float], *, name: str, label_e
     if not 0 <= start < len(values):
         raise ValueError(f"start must index values (0..{len(values) - 1}), got {start}")
     labels = [fmt.format(v) for v in values]
-    frames = [render_frame(draw, v, figsize) for v in values]
+    pngs = [render_png(draw, v, figsize) for v in values]
+    frames = [base64.b64encode(png).decode("ascii") for png in pngs]
     static = static_slider_html(frames, labels, start, name, label_en, label_zh)
 
+    # The live view redraws with ``draw`` on every move, so it is not limited to the
+    # precomputed frames' quality or to a fixed figure: the reader may edit ``draw``.
     slider = widgets.SelectionSlider(options=list(zip(labels, values)), value=values[start],
                                      description=label_en, continuous_update=False)
-    out = widgets.Output()
+    image = widgets.Image(value=pngs[start], format="png")
 
-    def redraw(change=None):
-        with out:
-            out.clear_output(wait=True)
-            fig = plt.figure(figsize=figsize)
-            draw(fig, slider.value)
-            display(fig)
-            plt.close(fig)
+    def redraw(change):
+        image.value = render_png(draw, change["new"], figsize)
 
     slider.observe(redraw, names="value")
-    redraw()
     summary = (f"Interactive figure '{name}': {label_en} / {label_zh} over "
                f"{len(values)} values from {labels[0]} to {labels[-1]}")
-    return SliderFigure(widgets.VBox([slider, out]), static, summary)
+    return SliderFigure(widgets.VBox([slider, image]), static, summary)

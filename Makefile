@@ -1,0 +1,53 @@
+# Two commands matter (see README.md): `make book` builds the site, `make test` runs every test.
+# Both create the virtual environment in .venv on first use; only python3 is needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check --no-input -q
+NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
+
+.PHONY: all env book test unit nbval site-test execute lab bench clean
+
+all: book
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall whenever a requirements or project file changes.
+$(VENV)/.installed: $(BIN)/activate requirements.txt requirements-nodeps.txt constraints.txt pyproject.toml
+	$(PIP) install -r requirements.txt -c constraints.txt
+	$(PIP) install --no-deps -r requirements-nodeps.txt -c constraints.txt
+	$(PIP) install --no-deps -e .
+	touch $@
+
+env: $(VENV)/.installed
+
+# The site, from the outputs saved in the notebooks; any Sphinx warning fails the build.
+book: env
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "Open _build/html/index.html"
+
+# Everything: unit/property/cross-check tests, nbval over every chapter, the site build,
+# and the site opened in a headless browser (where Chromium is installed).
+test: env
+	$(BIN)/python -m pytest tests -q -p no:randomly -n 2 --ignore=tests/test_site.py
+	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--nbval-cell-timeout=300 -q -p no:xdist $(NOTEBOOKS)
+	$(MAKE) book
+	$(BIN)/python -m pytest tests/test_site.py -q
+
+# Re-run every notebook and save its outputs (commit them afterwards).
+execute: env
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.timeout=300 --ExecutePreprocessor.store_widget_state=False \
+		--ExecutePreprocessor.record_timing=False $(NOTEBOOKS)
+
+# JupyterLab with live widgets (ipywidgets 8 ships its JupyterLab extension).
+lab: env
+	$(BIN)/jupyter lab chapters/
+
+bench: env
+	$(BIN)/python bench/bench_mha.py
+
+clean:
+	rm -rf _build
