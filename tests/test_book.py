@@ -1,0 +1,123 @@
+"""The book's own rules, checked on the sources: every page in the TOC exists, every notebook
+is executed in order without errors, every prose block exists in both languages, titles are
+bilingual, no image comes from another site, and the glossary's terms are used."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CJK = re.compile(r"[\u4e00-\u9fff]")
+LATIN = re.compile(r"[A-Za-z]")
+
+
+def toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [ch["file"] for ch in part["chapters"]]
+    return files
+
+
+def resolve(entry):
+    for suffix in (".ipynb", ".md"):
+        path = ROOT / (entry + suffix)
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"_toc.yml names {entry!r}, which is neither .ipynb nor .md")
+
+
+PAGES = [resolve(f) for f in toc_files()]
+NOTEBOOKS = [p for p in PAGES if p.suffix == ".ipynb"]
+IDS = [str(p.relative_to(ROOT)) for p in PAGES]
+
+
+def markdown_sources(path):
+    if path.suffix == ".md":
+        return [path.read_text(encoding="utf-8")]
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+
+
+def test_every_chapter_notebook_is_in_the_toc():
+    on_disk = set((ROOT / "chapters").glob("*.ipynb"))
+    assert on_disk == set(NOTEBOOKS), "a notebook in chapters/ is missing from _toc.yml"
+    assert NOTEBOOKS, "the book has no chapter"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[str(p.relative_to(ROOT)) for p in NOTEBOOKS])
+def test_notebook_is_executed_in_order_without_errors(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    counts = [c.get("execution_count") for c in code]
+    assert None not in counts, "a code cell has no saved output: run `make execute`"
+    assert counts == list(range(1, len(code) + 1)), "cells were not executed top to bottom once"
+    for c in code:
+        for out in c.get("outputs", []):
+            assert out["output_type"] != "error", f"saved error output: {out.get('ename')}"
+            if out["output_type"] == "stream" and out["name"] == "stderr":
+                pytest.fail(f"saved stderr output (a warning?): {''.join(out['text'])[:200]}")
+    # saved widget state would make the site fetch the widget manager from a CDN
+    assert "widgets" not in nb.get("metadata", {}), "notebook saved widget state"
+    first = "".join(code[0]["source"])
+    assert "set_seed" in first or "manual_seed" in first, "the first code cell must fix the seed"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=IDS)
+def test_prose_exists_in_both_languages(path):
+    for src in markdown_sources(path):
+        blocks = re.findall(r'<div class="lang-(en|zh)" lang="([^"]+)">(.*?)</div>', src, re.S)
+        langs = [b[0] for b in blocks]
+        assert langs == ["en", "zh"] * (len(langs) // 2), f"blocks must alternate en, zh: {langs}"
+        for lang, tag, body in blocks:
+            assert body.strip(), f"an empty {lang} block"
+            assert tag == {"en": "en", "zh": "zh-Hans"}[lang]
+            if lang == "zh":
+                assert CJK.search(body), f"a zh block without Chinese: {body[:80]!r}"
+        rest = re.sub(r'<div class="lang-(en|zh)".*?</div>', "", src, flags=re.S)
+        rest = re.sub(r"```.*?```", "", rest, flags=re.S)  # directives such as {bibliography}
+        for line in rest.splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", "|", "(")):
+                continue  # headings (bilingual, checked below), tables, labels
+            pytest.fail(f"prose outside a language block in {path.name}: {line[:80]!r}")
+
+
+@pytest.mark.parametrize("path", PAGES, ids=IDS)
+def test_headings_are_bilingual(path):
+    for src in markdown_sources(path):
+        body = re.sub(r"```.*?```", "", src, flags=re.S)
+        for heading in re.findall(r"^#{1,6} (.+)$", body, re.M):
+            assert " · " in heading and CJK.search(heading) and LATIN.search(heading), \
+                f"heading is not 'English · 中文': {heading!r}"
+
+
+def test_chapters_end_with_summary_and_exercises():
+    for path in NOTEBOOKS:
+        headings = re.findall(r"^## (.+)$", "\n".join(markdown_sources(path)), re.M)
+        assert headings[-2:] == ["Summary · 小结", "Exercises · 练习"], path.name
+
+
+@pytest.mark.parametrize("path", PAGES, ids=IDS)
+def test_no_image_from_another_site(path):
+    text = path.read_text(encoding="utf-8")
+    assert not re.search(r'(src=\\?"https?://|!\[[^\]]*\]\(https?://)', text)
+
+
+def test_glossary_terms_avoided_in_chapters():
+    rows = [r for r in (ROOT / "book/glossary.md").read_text(encoding="utf-8").splitlines()
+            if r.startswith("|") and not r.startswith("|---")][1:]
+    avoided = {}
+    for row in rows:
+        en, zh, avoid = (c.strip() for c in row.strip("|").split("|"))
+        for word in filter(None, (w.strip() for w in avoid.split("、"))):
+            avoided[word] = (en, zh)
+    assert "注意力池化" in avoided  # the table was parsed
+    for path in PAGES:
+        if path.name == "glossary.md":
+            continue
+        text = "\n".join(markdown_sources(path))
+        for word, (en, zh) in avoided.items():
+            assert word not in text, f"{path.name} uses {word!r}; the glossary says {en} = {zh}"

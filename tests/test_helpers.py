@@ -1,0 +1,76 @@
+import warnings
+
+import matplotlib
+import pytest
+import torch
+
+matplotlib.use("Agg")
+from matplotlib import pyplot as plt  # noqa: E402
+
+import attention_core as ac  # noqa: E402
+from attention_core.plot import show_heatmaps, use_house_style  # noqa: E402
+from attention_core.source import show_source  # noqa: E402
+from attention_core.train import fit_nw_bandwidth  # noqa: E402
+from attention_core.widgets import slider_figure  # noqa: E402
+
+
+def test_chinese_text_renders_without_missing_glyphs(tmp_path):
+    use_house_style()
+    fig, ax = plt.subplots()
+    ax.set_title("注意力汇聚 · attention pooling：键、查询、值")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Glyph ... missing from font(s)" is a UserWarning
+        fig.savefig(tmp_path / "zh.png")
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("shape, panels", [((3, 4), 1), ((2, 3, 4), 2), ((2, 3, 3, 4), 6)])
+def test_show_heatmaps_grid(shape, panels):
+    fig = show_heatmaps(torch.rand(shape), "keys", "queries", colorbar=False)
+    assert sum(bool(ax.images) for ax in fig.axes) == panels
+    plt.close(fig)
+
+
+def test_show_heatmaps_bad_input():
+    with pytest.raises(ValueError, match=r"got shape \(5,\)"):
+        show_heatmaps(torch.rand(5), "k", "q")
+    with pytest.raises(ValueError, match="titles has 1 entries but matrices has 2 columns"):
+        show_heatmaps(torch.rand(2, 3, 4), "k", "q", titles=["a"])
+
+
+def test_slider_figure_has_live_and_kernel_free_faces():
+    def draw(fig, a):
+        fig.subplots().plot([0, 1], [0, a])
+    fig = slider_figure(draw, [0.5, 1.0, 2.0], name="t", label_en="slope", label_zh="斜率", start=1)
+    bundle = fig._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    html = bundle["text/html"]
+    assert html.count("iVBORw0KGgo") == 4  # the first frame in <img>, all three in the data
+    assert 'max="2"' in html and 'value="1"' in html and "斜率" in html
+    assert "http" not in html  # nothing loaded from elsewhere
+    assert bundle["text/plain"].startswith("Interactive figure 't'")
+    slider, image = fig.widget.children
+    first = image.value
+    slider.value = 2.0  # the live face redraws
+    assert image.value != first
+    with pytest.raises(ValueError, match="start must index values"):
+        slider_figure(draw, [1.0], name="t", label_en="a", label_zh="甲", start=3)
+    with pytest.raises(ValueError, match="at least one"):
+        slider_figure(draw, [], name="t", label_en="a", label_zh="甲")
+
+
+def test_show_source_shows_the_real_code():
+    md = show_source(ac.masked_softmax, ac.DotProductAttention)
+    assert "def masked_softmax(scores" in md.data and "class DotProductAttention" in md.data
+    assert "`attention_core.masking`, line" in md.data
+    with pytest.raises(TypeError, match="show_source needs"):
+        show_source(3)
+
+
+def test_fit_nw_bandwidth_history_and_bad_input():
+    x, y, _, _ = ac.make_regression_data(n_train=30, seed=0)
+    history = fit_nw_bandwidth(ac.NWKernelRegression(2.0), x, y, steps=40, log_every=20)
+    assert [h[0] for h in history] == [20, 40]
+    assert history[-1][1] < history[0][1] or history[-1][2] < 2.0
+    with pytest.raises(ValueError, match="steps and log_every must be positive"):
+        fit_nw_bandwidth(ac.NWKernelRegression(), x, y, steps=0)
