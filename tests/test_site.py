@@ -17,6 +17,9 @@ CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.whic
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--disable-quic"]
 
+if os.environ.get("CI") == "true" and not CHROMIUM:  # in CI the browser checks must run
+    raise RuntimeError("CI=true but no Chromium found: .ci/run installs Debian's chromium")
+
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium"),
     pytest.mark.skipif(not (HTML / "index.html").exists(), reason="site not built: make book"),
