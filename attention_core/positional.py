@@ -13,6 +13,11 @@ from ._checks import check_probability, check_rank, check_size, check_tensor
 
 def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device=None):
     """The table P: (max_len, num_hiddens). Columns 2j and 2j+1 share frequency 1/10000^(2j/d)."""
+    for name, v in (("max_len", max_len), ("num_hiddens", num_hiddens)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if not torch.empty(0, dtype=dtype).is_floating_point():
+        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
     positions = torch.arange(max_len, dtype=dtype, device=device).reshape(-1, 1)
     freqs = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=dtype, device=device)
                       / num_hiddens)

@@ -123,3 +123,19 @@ def test_constructor_bad_input():
         AdditiveAttention(8, query_size=5)(*qkv())
     with pytest.raises(ValueError, match="divisible by num_heads"):
         MultiHeadAttention(10, 3)
+
+
+@pytest.mark.parametrize("make", [DotProductAttention, lambda: AdditiveAttention(8),
+                                  lambda: MultiHeadAttention(8, 2)])
+@pytest.mark.parametrize("args, err, words", [
+    ((torch.randn(2, 3, 4), torch.randn(2, 5), torch.randn(2, 5, 6)), ValueError,
+     "keys must be (batch, n_keys, d_k), got shape (2, 5)"),
+    ((torch.randn(2, 3, 4), torch.randn(2, 5, 4), "values"), TypeError,
+     "values must be a torch.Tensor, got str"),
+    ((torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 6, 6)), ValueError,
+     "values has size 6 in dimension 1"),
+])
+def test_every_attention_names_the_bad_argument(make, args, err, words):
+    with pytest.raises(err) as info:
+        make()(*args)
+    assert words in str(info.value)

@@ -115,3 +115,14 @@ def test_nw_module_bad_input():
     with pytest.raises(ValueError, match="exclude_self"):
         NWKernelRegression()(torch.zeros(2), torch.zeros(3), torch.zeros(3), exclude_self=True)
     assert math.isclose(NWKernelRegression(2.0).bandwidth.item(), 2.0, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(n_train=0), "n_train must be a positive int"),
+    (dict(n_test=2.5), "n_test must be a positive int"),
+    (dict(x_max=0.0), "x_max must be positive"),
+    (dict(noise=-1.0), "noise must be non-negative"),
+])
+def test_data_bad_input(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        make_regression_data(**kwargs)

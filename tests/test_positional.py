@@ -40,3 +40,12 @@ def test_bad_input():
         pe(torch.zeros(1, 6, 6))
     with pytest.raises(ValueError, match="num_hiddens must be a positive int"):
         PositionalEncoding(0)
+
+
+def test_table_bad_input():
+    with pytest.raises(ValueError, match="max_len must be a positive int"):
+        sinusoidal_table(0, 4)
+    with pytest.raises(ValueError, match="num_hiddens must be a positive int"):
+        sinusoidal_table(5, 2.5)
+    with pytest.raises(TypeError, match="floating dtype"):
+        sinusoidal_table(5, 4, dtype=torch.long)
