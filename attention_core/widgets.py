@@ -105,7 +105,9 @@ def slider_figure(draw: Callable, values: Sequence[float], *, name: str, label_e
     # The live view redraws with ``draw`` on every move, so it is not limited to the
     # precomputed frames' quality or to a fixed figure: the reader may edit ``draw``.
     slider = widgets.SelectionSlider(options=list(zip(labels, values)), value=values[start],
-                                     description=label_en, continuous_update=False)
+                                     description=label_en, continuous_update=False,
+                                     style={"description_width": "initial"},
+                                     layout=widgets.Layout(width="60%"))
     image = widgets.Image(value=pngs[start], format="png")
 
     def redraw(change):

@@ -1,0 +1,85 @@
+"""A reader's second mode: the chapters in JupyterLab, with live widgets.
+
+Starts JupyterLab on loopback over a temporary copy of chapters/ (so autosave can never touch
+the committed notebooks), runs every cell of each chapter that has an interactive figure in
+headless Chromium, moves the slider, and checks that the kernel redrew the figure.
+"""
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from test_site import CHROMIUM, FLAGS
+
+ROOT = Path(__file__).resolve().parents[1]
+WITH_SLIDERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb"))
+                if "slider_figure(" in p.read_text(encoding="utf-8")]
+
+pytestmark = pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copytree(ROOT / "chapters", root / "chapters")
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
+         "--ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
+         f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--ContentsManager.allow_hidden=True"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(f"{url}/api/status", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("JupyterLab did not start within 60 s")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.mark.parametrize("notebook", WITH_SLIDERS, ids=[p.name for p in WITH_SLIDERS])
+def test_live_slider_redraws_in_jupyterlab(lab, notebook):
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{lab}/lab/tree/chapters/{notebook.name}")
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        # the status bar reads "Python 3 (ipykernel) | Idle" once the kernel is ready
+        page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
+        page.click("#jp-menu-panel >> text=Run", timeout=10_000)
+        page.click("text=Run All Cells", timeout=10_000)
+        slider = page.locator(".widget-hslider").first
+        slider.wait_for(timeout=150_000)
+        image = page.locator(".jupyter-widgets img").first
+        image.wait_for(timeout=30_000)
+        before = image.get_attribute("src")
+        readout = page.locator(".widget-readout").first.inner_text()
+        slider.locator(".noUi-handle, [role=slider]").first.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "([el, src]) => el.getAttribute('src') !== src", arg=[image.element_handle(), before],
+            timeout=60_000)
+        assert page.locator(".widget-readout").first.inner_text() != readout
+        assert not errors, errors
+        browser.close()
