@@ -55,11 +55,11 @@ class DotProductAttention(nn.Module):
         return torch.bmm(self.dropout(self.attention_weights), values)  # (batch, n_q, d_v)
 
 
-def _linear(in_features: int | None, out_features: int) -> nn.Module:
-    """A bias-free linear layer, lazy (input size found on first call) when the size is unknown."""
+def linear(in_features: int | None, out_features: int, bias: bool = False) -> nn.Module:
+    """A linear layer, lazy (input size found on the first call) when the size is unknown."""
     if in_features is None:
-        return nn.LazyLinear(out_features, bias=False)
-    return nn.Linear(in_features, out_features, bias=False)
+        return nn.LazyLinear(out_features, bias=bias)
+    return nn.Linear(in_features, out_features, bias=bias)
 
 
 class AdditiveAttention(nn.Module):
@@ -78,8 +78,8 @@ class AdditiveAttention(nn.Module):
         if not isinstance(num_hiddens, int) or num_hiddens < 1:
             raise ValueError(f"num_hiddens must be a positive int, got {num_hiddens!r}")
         check_probability("dropout", dropout)
-        self.W_q = _linear(query_size, num_hiddens)
-        self.W_k = _linear(key_size, num_hiddens)
+        self.W_q = linear(query_size, num_hiddens)
+        self.W_k = linear(key_size, num_hiddens)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None

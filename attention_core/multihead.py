@@ -13,14 +13,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._checks import check_probability
-from .attention import check_qkv
+from .attention import check_qkv, linear
 from .masking import softmax_where, valid_lens_to_mask
-
-
-def _linear(in_features: int | None, out_features: int, bias: bool) -> nn.Module:
-    if in_features is None:
-        return nn.LazyLinear(out_features, bias=bias)
-    return nn.Linear(in_features, out_features, bias=bias)
 
 
 class MultiHeadAttention(nn.Module):
@@ -51,9 +45,9 @@ class MultiHeadAttention(nn.Module):
                              f"({num_heads})")
         check_probability("dropout", dropout)
         self.num_heads = num_heads
-        self.W_q = _linear(query_size, num_hiddens, bias)
-        self.W_k = _linear(key_size, num_hiddens, bias)
-        self.W_v = _linear(value_size, num_hiddens, bias)
+        self.W_q = linear(query_size, num_hiddens, bias)
+        self.W_k = linear(key_size, num_hiddens, bias)
+        self.W_v = linear(value_size, num_hiddens, bias)
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
         self.dropout = nn.Dropout(dropout)
         self.need_weights = need_weights
