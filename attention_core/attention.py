@@ -1,7 +1,8 @@
-"""Attention layers that keep their weights for inspection: scaled dot-product and additive.
+"""Attention layers that keep their weights for inspection: scaled dot-product, additive, and
+attention with any score function from ``scoring``.
 
-Both follow the three steps of every attention: score each (query, key) pair, normalise
-the scores with a masked softmax, and average the values with those weights.
+All follow the three steps of every attention: score each (query, key) pair, normalise the
+scores with a masked softmax, and average the values with those weights.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from torch import nn
 from ._checks import (check_probability, check_rank, check_same_device, check_same_dtype,
                       check_size, check_tensor)
 from .masking import masked_softmax
+from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
 
 
 def check_qkv(queries, keys, values, *, same_qk_size: bool) -> None:
@@ -55,13 +57,6 @@ class DotProductAttention(nn.Module):
         return torch.bmm(self.dropout(self.attention_weights), values)  # (batch, n_q, d_v)
 
 
-def linear(in_features: int | None, out_features: int, bias: bool = False) -> nn.Module:
-    """A linear layer, lazy (input size found on the first call) when the size is unknown."""
-    if in_features is None:
-        return nn.LazyLinear(out_features, bias=bias)
-    return nn.Linear(in_features, out_features, bias=bias)
-
-
 class AdditiveAttention(nn.Module):
     """Additive (Bahdanau) attention: scores w_v^T tanh(W_q q + W_k k).
 
@@ -90,9 +85,30 @@ class AdditiveAttention(nn.Module):
                                      ("keys", keys, self.W_k, "key_size")):
             if not isinstance(layer, nn.LazyLinear):
                 check_size(name, t, 2, layer.in_features, f"this layer's {size}")
-        queries, keys = self.W_q(queries), self.W_k(keys)  # (batch, n_q, h), (batch, n_k, h)
-        # every query meets every key: (batch, n_q, 1, h) + (batch, 1, n_k, h)
-        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))
-        scores = self.w_v(features).squeeze(-1)  # (batch, n_q, n_k)
+        scores = additive_scores(self.W_q, self.W_k, self.w_v, queries, keys)  # (batch, n_q, n_k)
         self.attention_weights = masked_softmax(scores, valid_lens)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (batch, n_q, d_v)
+
+
+class ScoredAttention(nn.Module):
+    """Attention with any score function: score, masked softmax, weighted sum of values.
+
+    forward(queries (batch, n_queries, d_q), keys (batch, n_keys, d_k),
+            values (batch, n_keys, d_v), valid_lens None | (batch,) | (batch, n_queries))
+    -> (batch, n_queries, d_v); keeps ``self.attention_weights`` (batch, n_queries, n_keys).
+    """
+
+    def __init__(self, score: ScoreFunction, dropout: float = 0.0):
+        super().__init__()
+        if not isinstance(score, ScoreFunction):
+            raise TypeError(f"score must be a ScoreFunction (one of {sorted(SCORE_FUNCTIONS)}), "
+                            f"got {type(score).__name__}")
+        check_probability("dropout", dropout)
+        self.score = score
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights = None
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values, same_qk_size=self.score.needs_same_size)
+        self.attention_weights = masked_softmax(self.score(queries, keys), valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)

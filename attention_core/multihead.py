@@ -13,7 +13,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._checks import check_probability
-from .attention import check_qkv, linear
+from .attention import check_qkv
+from .scoring import linear
 from .masking import softmax_where, valid_lens_to_mask
 
 

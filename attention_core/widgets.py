@@ -1,12 +1,12 @@
 """Interactive figures that work both in Jupyter and on the static site.
 
-``slider_figure(draw, values, ...)`` returns one object with two faces:
+``slider_figure(draw, Slider(...), ...)`` returns one object with two faces:
 
-* in Jupyter (a kernel and a widget manager) it is a live ipywidgets slider that redraws
-  the figure with ``draw``;
+* in Jupyter (a kernel and a widget manager) live ipywidgets sliders redraw the figure with
+  ``draw``;
 * everywhere else (the static book, a notebook viewer) its HTML fallback shows the same
-  figure precomputed for every slider value, with a plain HTML slider and a few lines of
-  JavaScript: no kernel, no widget library, no network.
+  figure precomputed for every combination of slider values, with plain HTML sliders and a
+  few lines of JavaScript: no kernel, no widget library, no network.
 
 Both faces sit in one MIME bundle, and each front end picks the richest one it can show.
 The book's configuration drops the widget view, so the site never shows a dead control.
@@ -17,21 +17,44 @@ import base64
 import hashlib
 import html
 import io
+import itertools
 import json
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from matplotlib import pyplot as plt
 
 NOTE_EN = ("Precomputed frames: this figure works without Python. Running the notebook in "
-           "Jupyter gives a live slider instead.")
+           "Jupyter gives live sliders instead.")
 NOTE_ZH = "预先计算的帧：此图无需 Python 即可交互。在 Jupyter 中运行本笔记本会得到实时滑块。"
 
 
-def render_png(draw: Callable, value, figsize) -> bytes:
-    """Draw one figure for ``value`` and return its PNG bytes."""
+@dataclass
+class Slider:
+    """One parameter of an interactive figure: its positions and its name in both languages."""
+
+    values: Sequence
+    label_en: str
+    label_zh: str
+    start: int = 0
+    fmt: str = "{:.3g}"
+    labels: list = field(init=False)
+
+    def __post_init__(self):
+        self.values = list(self.values)
+        if not self.values:
+            raise ValueError(f"slider {self.label_en!r} needs at least one value, got none")
+        if not 0 <= self.start < len(self.values):
+            raise ValueError(f"start must index the values of slider {self.label_en!r} "
+                             f"(0..{len(self.values) - 1}), got {self.start}")
+        self.labels = [self.fmt.format(v) for v in self.values]
+
+
+def render_png(draw: Callable, values: Sequence, figsize) -> bytes:
+    """Draw one figure for one combination of slider values and return its PNG bytes."""
     fig = plt.figure(figsize=figsize)
     try:
-        draw(fig, value)
+        draw(fig, *values)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
     finally:
@@ -39,37 +62,58 @@ def render_png(draw: Callable, value, figsize) -> bytes:
     return buf.getvalue()
 
 
-def static_slider_html(frames: Sequence[str], labels: Sequence[str], start: int, name: str,
-                       label_en: str, label_zh: str) -> str:
-    """A self-contained HTML slider that swaps precomputed PNG frames."""
+def static_slider_html(frames: Sequence[str], sliders: Sequence[Slider], name: str) -> str:
+    """A self-contained HTML figure: one range input per slider swaps precomputed PNG frames.
+
+    Frames are in row-major order over the sliders (the last slider varies fastest).
+    """
     uid = "acfig-" + hashlib.sha1(name.encode()).hexdigest()[:10]  # stable across runs
     e = html.escape
-    data = json.dumps({"frames": list(frames), "labels": list(labels)})
+    starts = [s.start for s in sliders]
+    first = 0
+    for s in sliders:
+        first = first * len(s.values) + s.start
+    controls = "\n".join(
+        f'<div class="ac-slider-controls">'
+        f'<label for="{uid}-in{i}"><span class="lang-en" lang="en">{e(s.label_en)}</span>'
+        f'<span class="lang-zh" lang="zh-Hans">{e(s.label_zh)}</span></label>'
+        f'<input id="{uid}-in{i}" type="range" min="0" max="{len(s.values) - 1}" step="1" '
+        f'value="{s.start}" style="width:60%">'
+        f'<output for="{uid}-in{i}">{e(s.labels[s.start])}</output></div>'
+        for i, s in enumerate(sliders))
+    alt = ", ".join(f"{s.label_en} = {s.labels[s.start]}" for s in sliders)
+    data = json.dumps({"frames": list(frames), "sizes": [len(s.values) for s in sliders],
+                       "labels": [s.labels for s in sliders], "names": [s.label_en for s in sliders]})
     return f"""<div class="ac-slider-figure" id="{uid}">
-<img alt="{e(label_en)} = {e(labels[start])}" src="data:image/png;base64,{frames[start]}" style="max-width:100%">
-<div class="ac-slider-controls">
-<label for="{uid}-in"><span class="lang-en" lang="en">{e(label_en)}</span><span class="lang-zh" lang="zh-Hans">{e(label_zh)}</span></label>
-<input id="{uid}-in" type="range" min="0" max="{len(frames) - 1}" step="1" value="{start}" style="width:60%">
-<output for="{uid}-in">{e(labels[start])}</output>
-</div>
+<img alt="{e(alt)}" src="data:image/png;base64,{frames[first]}" style="max-width:100%">
+{controls}
 <p class="ac-slider-note"><span class="lang-en" lang="en">{NOTE_EN}</span><span class="lang-zh" lang="zh-Hans">{NOTE_ZH}</span></p>
 <script type="application/json" id="{uid}-data">{data}</script>
 <script>(function () {{
   var root = document.getElementById("{uid}");
   var data = JSON.parse(document.getElementById("{uid}-data").textContent);
-  var img = root.querySelector("img"), out = root.querySelector("output");
-  root.querySelector("input").addEventListener("input", function (ev) {{
-    var i = Number(ev.target.value);
-    img.src = "data:image/png;base64," + data.frames[i];
-    img.alt = img.alt.split(" = ")[0] + " = " + data.labels[i];
-    out.textContent = data.labels[i];
+  var img = root.querySelector("img");
+  var inputs = root.querySelectorAll("input"), outputs = root.querySelectorAll("output");
+  var pos = {json.dumps(starts)};
+  function show() {{
+    var k = 0, alt = [];
+    for (var i = 0; i < pos.length; i++) {{
+      k = k * data.sizes[i] + pos[i];
+      outputs[i].textContent = data.labels[i][pos[i]];
+      alt.push(data.names[i] + " = " + data.labels[i][pos[i]]);
+    }}
+    img.src = "data:image/png;base64," + data.frames[k];
+    img.alt = alt.join(", ");
+  }}
+  inputs.forEach(function (input, i) {{
+    input.addEventListener("input", function () {{ pos[i] = Number(input.value); show(); }});
   }});
 }})();</script>
 </div>"""
 
 
 class SliderFigure:
-    """A live ipywidgets slider with a kernel-free HTML fallback in the same output."""
+    """Live ipywidgets sliders with a kernel-free HTML fallback in the same output."""
 
     def __init__(self, widget, static_html: str, summary: str):
         self.widget, self.static_html, self.summary = widget, static_html, summary
@@ -81,39 +125,37 @@ class SliderFigure:
         return bundle
 
 
-def slider_figure(draw: Callable, values: Sequence[float], *, name: str, label_en: str,
-                  label_zh: str, start: int = 0, fmt: str = "{:.3g}",
-                  figsize=(6.0, 3.0)) -> SliderFigure:
-    """An interactive figure over one parameter.
+def slider_figure(draw: Callable, *sliders: Slider, name: str, figsize=(6.0, 3.0)) -> SliderFigure:
+    """An interactive figure over one or more parameters.
 
-    draw(fig, value) fills an empty figure for one parameter value. values: the slider's
-    positions (each is precomputed for the static version). name: a unique, stable id.
-    label_en / label_zh: the parameter's name in both languages.
+    draw(fig, value_1, ..., value_k) fills an empty figure for one value of each slider.
+    Every combination is precomputed for the static version, so keep the grid small.
+    name: a unique, stable id for the page.
     """
     import ipywidgets as widgets
 
-    values = list(values)
-    if not values:
-        raise ValueError("values must hold at least one slider position, got none")
-    if not 0 <= start < len(values):
-        raise ValueError(f"start must index values (0..{len(values) - 1}), got {start}")
-    labels = [fmt.format(v) for v in values]
-    pngs = [render_png(draw, v, figsize) for v in values]
-    frames = [base64.b64encode(png).decode("ascii") for png in pngs]
-    static = static_slider_html(frames, labels, start, name, label_en, label_zh)
+    if not sliders or not all(isinstance(s, Slider) for s in sliders):
+        raise TypeError("slider_figure needs one or more Slider(values, label_en, label_zh)")
+    pngs = {combo: render_png(draw, [s.values[i] for s, i in zip(sliders, combo)], figsize)
+            for combo in itertools.product(*(range(len(s.values)) for s in sliders))}
+    frames = [base64.b64encode(png).decode("ascii") for png in pngs.values()]
+    static = static_slider_html(frames, sliders, name)
 
-    # The live view redraws with ``draw`` on every move, so it is not limited to the
-    # precomputed frames' quality or to a fixed figure: the reader may edit ``draw``.
-    slider = widgets.SelectionSlider(options=list(zip(labels, values)), value=values[start],
-                                     description=label_en, continuous_update=False,
-                                     style={"description_width": "initial"},
-                                     layout=widgets.Layout(width="60%"))
-    image = widgets.Image(value=pngs[start], format="png")
+    # The live view calls ``draw`` on every move, so a reader may edit ``draw`` and rerun.
+    controls = [widgets.SelectionSlider(options=list(zip(s.labels, s.values)),
+                                        value=s.values[s.start], description=s.label_en,
+                                        continuous_update=False,
+                                        style={"description_width": "initial"},
+                                        layout=widgets.Layout(width="60%"))
+                for s in sliders]
+    image = widgets.Image(value=pngs[tuple(s.start for s in sliders)], format="png")
 
     def redraw(change):
-        image.value = render_png(draw, change["new"], figsize)
+        image.value = render_png(draw, [c.value for c in controls], figsize)
 
-    slider.observe(redraw, names="value")
-    summary = (f"Interactive figure '{name}': {label_en} / {label_zh} over "
-               f"{len(values)} values from {labels[0]} to {labels[-1]}")
-    return SliderFigure(widgets.VBox([slider, image]), static, summary)
+    for c in controls:
+        c.observe(redraw, names="value")
+    described = "; ".join(f"{s.label_en} / {s.label_zh} over {len(s.values)} values from "
+                          f"{s.labels[0]} to {s.labels[-1]}" for s in sliders)
+    summary = f"Interactive figure '{name}': {described}"
+    return SliderFigure(widgets.VBox([*controls, image]), static, summary)

@@ -11,7 +11,7 @@ import attention_core as ac  # noqa: E402
 from attention_core.plot import show_heatmaps, use_house_style  # noqa: E402
 from attention_core.source import show_source  # noqa: E402
 from attention_core.train import fit_nw_bandwidth  # noqa: E402
-from attention_core.widgets import slider_figure  # noqa: E402
+from attention_core.widgets import Slider, slider_figure  # noqa: E402
 
 
 def test_chinese_text_renders_without_missing_glyphs(tmp_path):
@@ -41,7 +41,7 @@ def test_show_heatmaps_bad_input():
 def test_slider_figure_has_live_and_kernel_free_faces():
     def draw(fig, a):
         fig.subplots().plot([0, 1], [0, a])
-    fig = slider_figure(draw, [0.5, 1.0, 2.0], name="t", label_en="slope", label_zh="斜率", start=1)
+    fig = slider_figure(draw, Slider([0.5, 1.0, 2.0], "slope", "斜率", start=1), name="t")
     bundle = fig._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     html = bundle["text/html"]
@@ -53,10 +53,26 @@ def test_slider_figure_has_live_and_kernel_free_faces():
     first = image.value
     slider.value = 2.0  # the live face redraws
     assert image.value != first
-    with pytest.raises(ValueError, match="start must index values"):
-        slider_figure(draw, [1.0], name="t", label_en="a", label_zh="甲", start=3)
-    with pytest.raises(ValueError, match="at least one"):
-        slider_figure(draw, [], name="t", label_en="a", label_zh="甲")
+    with pytest.raises(ValueError, match="start must index the values"):
+        Slider([1.0], "a", "甲", start=3)
+    with pytest.raises(ValueError, match="at least one value"):
+        Slider([], "a", "甲")
+    with pytest.raises(TypeError, match="needs one or more Slider"):
+        slider_figure(draw, [1.0, 2.0], name="t")
+
+
+def test_two_sliders_precompute_the_grid_in_row_major_order():
+    def draw(fig, a, b):
+        fig.subplots().plot([0, 1], [a, b])
+    fig = slider_figure(draw, Slider([1, 2, 3], "a", "甲", start=2), Slider([0, 5], "b", "乙", start=1),
+                        name="two")
+    html = fig._repr_mimebundle_()["text/html"]
+    import json, re
+    data = json.loads(re.search(r'-data">(.*?)</script>', html).group(1))
+    assert data["sizes"] == [3, 2] and len(data["frames"]) == 6
+    # the first <img> is the frame for (a=3, b=5): index 2 * 2 + 1 = 5
+    assert f'src="data:image/png;base64,{data["frames"][5]}"' in html
+    assert len(fig.widget.children) == 3  # two sliders and the image
 
 
 def test_show_source_shows_the_real_code():
