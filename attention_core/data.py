@@ -31,3 +31,26 @@ def make_regression_data(n_train: int = 50, n_test: int = 100, x_max: float = 5.
     x_test = torch.linspace(0, x_max, n_test, dtype=torch.float64)
     y_test = regression_target(x_test)
     return tuple(t.to(dtype=dtype, device=device) for t in (x_train, y_train, x_test, y_test))
+
+
+def make_retrieval_batch(batch: int, n_items: int = 8, dim: int = 8, noise: float = 0.3,
+                         generator: torch.Generator | None = None, device=None):
+    """A lookup task for attention: find the stored item whose key matches the query.
+
+    Each example stores n_items (key, value) pairs: unit-length random keys (dim,) and scalar
+    values. The query is one of the keys plus Gaussian noise of standard deviation ``noise``
+    per coordinate; the target is that key's value.
+    Returns queries (batch, 1, dim), keys (batch, n_items, dim), values (batch, n_items, 1),
+    targets (batch, 1, 1) and the true index (batch,).
+    """
+    for name, n in (("batch", batch), ("n_items", n_items), ("dim", dim)):
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    keys = torch.randn(batch, n_items, dim, generator=generator)
+    keys = keys / keys.norm(dim=-1, keepdim=True)
+    values = torch.randn(batch, n_items, 1, generator=generator)
+    index = torch.randint(n_items, (batch,), generator=generator)
+    rows = torch.arange(batch)
+    queries = (keys[rows, index] + noise * torch.randn(batch, dim, generator=generator))[:, None]
+    targets = values[rows, index][:, None]
+    return tuple(t.to(device) for t in (queries, keys, values, targets, index))

@@ -24,13 +24,13 @@ from .masking import softmax_where, valid_lens_to_mask
 
 
 def window_positions(centers: torch.Tensor, window: int):
-    """Key positions of each query's window: (batch, n_q, 2D+2) from centres (batch, n_q).
+    """Key positions of each query's window: (batch, n_q, 2D+1) from centres (batch, n_q).
 
-    One slot more than 2D+1 because a real-valued centre's window [p - D, p + D] can cover
-    2D+1 integers starting at floor(p) - D or ceil(p) - D; ``in_window`` says which count.
+    The window [p - D, p + D] holds 2D+1 integer positions when p is an integer and 2D
+    otherwise, all among floor(p) - D ... floor(p) + D; ``in_window`` says which count.
     """
-    offsets = torch.arange(-window, window + 2, device=centers.device)
-    positions = centers.floor().long()[..., None] + offsets  # (batch, n_q, 2D+2)
+    offsets = torch.arange(-window, window + 1, device=centers.device)
+    positions = centers.floor().long()[..., None] + offsets  # (batch, n_q, 2D+1)
     in_window = (positions - centers[..., None]).abs() <= window
     return positions, in_window
 
@@ -41,7 +41,7 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
 
     queries (batch, n_q, d), keys (batch, n_k, d), values (batch, n_k, d_v),
     centers (batch, n_q) in key positions, valid_lens None | (batch,) | (batch, n_q).
-    Returns (output (batch, n_q, d_v), weights (batch, n_q, 2D+2), positions (batch, n_q, 2D+2));
+    Returns (output (batch, n_q, d_v), weights (batch, n_q, 2D+1), positions (batch, n_q, 2D+1));
     weights[b, i, j] belongs to key positions[b, i, j], and is 0 outside the window,
     outside the sequence and beyond the valid length.
     """

@@ -26,3 +26,82 @@ def fit_nw_bandwidth(model: NWKernelRegression, x_train: torch.Tensor, y_train: 
         if step % log_every == 0 or step == steps:
             history.append((step, loss.item(), model.bandwidth.item()))
     return history
+
+
+def retrieval_loss(model, batch, mode: str, baseline: float = 0.0, generator=None):
+    """Loss of one retrieval batch (data.make_retrieval_batch) with soft or hard attention.
+
+    soft: the output is the weighted average of the values; the loss is its squared error and
+    gradients flow through the weights. hard: one item is sampled per query; its squared
+    error has no gradient, and the returned surrogate's gradient is the REINFORCE estimate.
+    Returns (surrogate loss to differentiate, mean squared error, accuracy of the argmax).
+    """
+    from .hard import reinforce_loss, sample_hard_attention
+
+    queries, keys, values, targets, index = batch
+    if mode == "soft":
+        out = model(queries, keys, values)
+        errors = ((out - targets) ** 2).flatten()
+        surrogate = errors.mean()
+    elif mode == "hard":
+        scores = model.score(queries, keys)
+        out, _, log_prob = sample_hard_attention(scores, values, generator=generator)
+        errors = ((out - targets) ** 2).flatten()
+        surrogate = reinforce_loss(errors, log_prob.flatten(), baseline)
+        model.attention_weights = torch.softmax(scores.detach(), -1)
+    else:
+        raise ValueError(f"mode must be 'soft' or 'hard', got {mode!r}")
+    accuracy = (model.attention_weights.argmax(-1).flatten() == index).float().mean()
+    return surrogate, errors.mean().item(), accuracy.item()
+
+
+def retrieval_accuracy(model, data) -> float:
+    """Share of queries whose highest attention weight falls on the matching key."""
+    queries, keys, values, _, index = data
+    with torch.no_grad():
+        weights = torch.softmax(model.score(queries, keys), -1)
+    return (weights.argmax(-1).flatten() == index).float().mean().item()
+
+
+def fit_retrieval(model, mode: str, *, steps: int = 300, batch: int = 64, lr: float = 0.05,
+                  seed: int = 0, log_every: int = 50, use_baseline: bool = True,
+                  n_eval: int = 2000, **task):
+    """Train ``model`` (a ScoredAttention) on fresh retrieval batches with soft or hard attention.
+
+    Hard attention uses a running mean of the loss as its REINFORCE baseline when
+    ``use_baseline``. Returns [(step, training mean squared error, accuracy on n_eval held-out
+    lookups), ...], the first entry at step 0, before any update.
+    """
+    from .data import make_retrieval_batch
+
+    gen = torch.Generator().manual_seed(seed)
+    held_out = make_retrieval_batch(n_eval, generator=torch.Generator().manual_seed(seed + 1), **task)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    baseline, history = 0.0, [(0, float("nan"), retrieval_accuracy(model, held_out))]
+    for step in range(1, steps + 1):
+        data = make_retrieval_batch(batch, generator=gen, **task)
+        optimizer.zero_grad()
+        surrogate, mse, _ = retrieval_loss(model, data, mode, baseline, generator=gen)
+        surrogate.backward()
+        optimizer.step()
+        if use_baseline:
+            baseline = 0.9 * baseline + 0.1 * mse
+        if step % log_every == 0 or step == steps:
+            history.append((step, mse, retrieval_accuracy(model, held_out)))
+    return history
+
+
+def gradient_draws(model, data, mode: str, n_draws: int, baseline: float = 0.0, seed: int = 0):
+    """The gradient of the score's parameters, estimated ``n_draws`` times on the same batch.
+
+    Soft attention's gradient is exact, so every draw is the same; hard attention's REINFORCE
+    estimate changes with the sampled items. Returns (n_draws, n_parameters).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    draws = []
+    for _ in range(n_draws):
+        model.zero_grad()
+        surrogate, _, _ = retrieval_loss(model, data, mode, baseline, generator=gen)
+        surrogate.backward()
+        draws.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    return torch.stack(draws)

@@ -63,7 +63,8 @@ def test_live_slider_redraws_in_jupyterlab(lab, notebook):
         page = browser.new_page(viewport={"width": 1300, "height": 900})
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{lab}/lab/tree/chapters/{notebook.name}")
+        # a workspace of its own, reset, so no earlier notebook opens beside this one
+        page.goto(f"{lab}/lab/workspaces/{notebook.stem}/tree/chapters/{notebook.name}?reset")
         page.wait_for_selector(".jp-Notebook", timeout=60_000)
         # the status bar reads "Python 3 (ipykernel) | Idle" once the kernel is ready
         page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)

@@ -1,0 +1,98 @@
+"""Attention cues: a desk of objects, one of them salient, and a reader with or without a goal.
+
+Each object is described by five features. The first two are *appearance* (how red it is,
+how much it contrasts with the desk); the last three are what it is *for* (reading,
+drinking, writing). A nonvolitional cue comes from appearance alone: the object that
+differs most from the rest draws the eye. A volitional cue is a query: "I want to read"
+is a vector over the purposes, and each object's key is compared with it.
+"""
+from __future__ import annotations
+
+import torch
+from matplotlib import patches
+
+from .masking import softmax_where
+
+FEATURES = ("red", "contrast", "readable", "drinkable", "writable")
+APPEARANCE = slice(0, 2)
+
+#            name (en)      name (zh)  red  contrast  read  drink  write
+SCENE = [("newspaper",  "报纸",     0.1, 0.2, 0.8, 0.0, 0.3),
+         ("notebook",   "笔记本",   0.1, 0.3, 0.4, 0.0, 1.0),
+         ("book",       "书",       0.2, 0.2, 1.0, 0.0, 0.1),
+         ("paper",      "纸",       0.0, 0.1, 0.3, 0.0, 0.9),
+         ("coffee cup", "咖啡杯",   1.0, 0.9, 0.0, 1.0, 0.0)]
+
+QUERIES = {"none": ("no goal", "没有目标", None),
+           "read": ("I want to read", "我想读书", (0.0, 0.0, 1.0, 0.0, 0.0)),
+           "drink": ("I want to drink", "我想喝东西", (0.0, 0.0, 0.0, 1.0, 0.0)),
+           "write": ("I want to write", "我想写字", (0.0, 0.0, 0.0, 0.0, 1.0))}
+
+
+def make_scene(dtype=torch.float32, device=None):
+    """The desk: (names [(en, zh), ...], keys (n_objects, 5)). The keys double as values."""
+    names = [(en, zh) for en, zh, *_ in SCENE]
+    keys = torch.tensor([row[2:] for row in SCENE], dtype=dtype, device=device)
+    return names, keys
+
+
+def query_vector(goal: str, dtype=torch.float32, device=None):
+    """The volitional cue for a goal in QUERIES, or None for "none"."""
+    if goal not in QUERIES:
+        raise ValueError(f"goal must be one of {sorted(QUERIES)}, got {goal!r}")
+    vec = QUERIES[goal][2]
+    return None if vec is None else torch.tensor(vec, dtype=dtype, device=device)
+
+
+def saliency(keys: torch.Tensor) -> torch.Tensor:
+    """How far each object's appearance lies from the average appearance: (n_objects,)."""
+    look = keys[:, APPEARANCE]
+    return (look - look.mean(0)).norm(dim=-1)
+
+
+def cue_weights(keys: torch.Tensor, query: torch.Tensor | None = None,
+                sharpness: float = 5.0) -> torch.Tensor:
+    """Attention weights over the objects: (n_objects,).
+
+    Without a query only saliency drives attention: softmax(sharpness * saliency). With a
+    query, the volitional cue takes over: softmax(sharpness * (query · key)), plus a tenth of
+    the saliency, because a red cup still catches the eye of a reader.
+    """
+    if keys.dim() != 2 or keys.shape[1] != len(FEATURES):
+        raise ValueError(f"keys must be (n_objects, {len(FEATURES)}), got shape {tuple(keys.shape)}")
+    if not sharpness >= 0:
+        raise ValueError(f"sharpness must be non-negative, got {sharpness}")
+    scores = saliency(keys)
+    if query is not None:
+        if query.shape != (len(FEATURES),):
+            raise ValueError(f"query must be ({len(FEATURES)},), got shape {tuple(query.shape)}")
+        scores = keys @ query + 0.1 * scores
+    return softmax_where(sharpness * scores, None)
+
+
+def draw_scene(ax, names, weights, title: str = "") -> None:
+    """Draw the desk: each object's outline and arrow from the eye are as strong as its weight."""
+    colors = {"coffee cup": "#c0392b"}
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    ax.set_ylim(-1.6, 1.25)
+    ax.set_axis_off()
+    eye = (len(names) / 2 - 0.5, -1.3)
+    ax.add_patch(patches.Ellipse(eye, 0.7, 0.35, facecolor="white", edgecolor="0.2", lw=1.5))
+    ax.add_patch(patches.Circle(eye, 0.11, color="0.2"))
+    for i, ((en, zh), w) in enumerate(zip(names, weights.tolist())):
+        face = colors.get(en, "#d9d4c7")
+        if en == "coffee cup":
+            shape = patches.FancyBboxPatch((i - 0.25, 0.0), 0.5, 0.7, boxstyle="round,pad=0.05")
+        else:
+            shape = patches.Rectangle((i - 0.35, 0.05), 0.7, 0.6)
+        shape.set_facecolor(face)
+        shape.set_edgecolor("C0")
+        shape.set_linewidth(0.5 + 6 * w)
+        ax.add_patch(shape)
+        ax.text(i, 0.85, f"{en}\n{zh}", ha="center", va="bottom", fontsize=8)
+        ax.text(i, 0.35, f"{w:.2f}", ha="center", va="center", fontsize=9,
+                color="white" if en == "coffee cup" else "black")
+        ax.annotate("", xy=(i, -0.02), xytext=eye,
+                    arrowprops=dict(arrowstyle="-|>", color="C0", lw=0.3 + 5 * w, alpha=0.3 + 0.7 * w))
+    if title:
+        ax.set_title(title, fontsize=10)
