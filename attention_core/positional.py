@@ -54,3 +54,95 @@ class PositionalEncoding(nn.Module):
             raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}), more than "
                              f"max_len={self.max_len}")
         return self.dropout(X + self.P[:, : X.shape[1]].to(X.dtype))
+
+
+def frequencies(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, device=None):
+    """omega_j = 1 / base^(2j/d) for j = 0 .. ceil(d/2) - 1: the table's angular frequencies."""
+    return 1.0 / torch.pow(base, torch.arange(0, num_hiddens, 2, dtype=dtype, device=device)
+                           / num_hiddens)
+
+
+def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=None):
+    """The (d, d) matrix M(delta) with P[i + delta] = M(delta) P[i] for every position i.
+
+    Block diagonal, one 2x2 rotation per frequency, acting on the pair (sin, cos):
+    [[cos(delta w_j), sin(delta w_j)], [-sin(delta w_j), cos(delta w_j)]]. It does not depend on
+    i: a fixed offset is a fixed linear map. For odd d, the last (sine-only) column has no
+    partner, and no such linear map exists; d must be even.
+    """
+    if num_hiddens % 2:
+        raise ValueError(f"num_hiddens must be even for the rotation property, got {num_hiddens}")
+    M = torch.zeros(num_hiddens, num_hiddens, dtype=dtype, device=device)
+    angles = delta * frequencies(num_hiddens, dtype=dtype, device=device)
+    c, s = torch.cos(angles), torch.sin(angles)
+    even = torch.arange(0, num_hiddens, 2, device=device)
+    M[even, even], M[even, even + 1] = c, s
+    M[even + 1, even], M[even + 1, even + 1] = -s, c
+    return M
+
+
+class LearnedPositionalEncoding(nn.Module):
+    """Absolute positions as learned vectors (as in BERT and GPT-2): X + E[position].
+
+    forward(X (batch, n, num_hiddens)) -> same shape, n <= max_len. Unlike the sinusoidal
+    table, nothing is defined beyond max_len: a longer input is an error.
+    """
+
+    def __init__(self, num_hiddens: int, max_len: int = 512, dropout: float = 0.0):
+        super().__init__()
+        for name, v in (("num_hiddens", num_hiddens), ("max_len", max_len)):
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_probability("dropout", dropout)
+        self.num_hiddens, self.max_len = num_hiddens, max_len
+        self.embedding = nn.Embedding(max_len, num_hiddens)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, X):
+        check_tensor("X", X)
+        check_rank("X", X, 3, "(batch, n, num_hiddens)")
+        check_size("X", X, 2, self.num_hiddens, "num_hiddens")
+        if X.shape[1] > self.max_len:
+            raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}), but learned "
+                             f"positions exist only up to max_len={self.max_len}")
+        positions = torch.arange(X.shape[1], device=X.device)
+        return self.dropout(X + self.embedding(positions).to(X.dtype))
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embedding, RoPE (Su et al., 2021): rotate, do not add.
+
+    Each pair (x_{2j}, x_{2j+1}) of a query or key at position i is rotated by the angle
+    i * theta_j, theta_j = base^(-2j/d). Since rotations compose, the score between a query at
+    position i and a key at position j, (R_i q) · (R_j k) = q · R_{j-i} k, depends on the
+    positions only through j - i.
+    forward(X (batch, ..., n, d), positions=None (n,)) -> same shape; d must be even.
+    """
+
+    def __init__(self, dim: int, base: float = 10000.0):
+        super().__init__()
+        if not isinstance(dim, int) or dim < 2 or dim % 2:
+            raise ValueError(f"dim must be a positive even int, got {dim!r}")
+        if not base > 1:
+            raise ValueError(f"base must be greater than 1, got {base}")
+        self.dim, self.base = dim, base
+        self.register_buffer("theta", frequencies(dim, base, dtype=torch.float32), persistent=False)
+
+    def forward(self, X, positions=None):
+        check_tensor("X", X)
+        check_rank("X", X, range(2, 9), "(..., n, dim)")
+        check_size("X", X, -1, self.dim, "dim")
+        n = X.shape[-2]
+        if positions is None:
+            positions = torch.arange(n, device=X.device)
+        elif positions.shape != (n,):
+            raise ValueError(f"positions must be ({n},), one per row of X, got shape "
+                             f"{tuple(positions.shape)}")
+        angles = positions.to(torch.float32)[:, None] * self.theta  # (n, d/2), in float32
+        cos, sin = torch.cos(angles).to(X.dtype), torch.sin(angles).to(X.dtype)
+        x_even, x_odd = X[..., 0::2], X[..., 1::2]
+        out = torch.empty_like(X)
+        out[..., 0::2] = x_even * cos - x_odd * sin
+        out[..., 1::2] = x_even * sin + x_odd * cos
+        return out

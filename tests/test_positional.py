@@ -49,3 +49,71 @@ def test_table_bad_input():
         sinusoidal_table(5, 2.5)
     with pytest.raises(TypeError, match="floating dtype"):
         sinusoidal_table(5, 4, dtype=torch.long)
+
+
+from attention_core.positional import (LearnedPositionalEncoding, RotaryEmbedding,  # noqa: E402
+                                       frequencies, rotation_matrix)
+
+
+def test_rotation_maps_every_position_to_its_shift():
+    P = sinusoidal_table(120, 16, dtype=torch.float64)
+    for delta in (0, 1, 7, 50):
+        M = rotation_matrix(delta, 16)
+        torch.testing.assert_close(P[: 120 - delta] @ M.T, P[delta:], atol=1e-12, rtol=0)
+        torch.testing.assert_close(M @ M.T, torch.eye(16, dtype=torch.float64))  # a rotation
+
+
+def test_dot_products_depend_only_on_the_offset():
+    P = sinusoidal_table(100, 32, dtype=torch.float64)
+    G = P @ P.T
+    torch.testing.assert_close(G[1:, 1:], G[:-1, :-1], atol=1e-12, rtol=0)
+    offsets = torch.arange(5, dtype=torch.float64)
+    expected = torch.cos(offsets[:, None] * frequencies(32)).sum(1)  # sum_j cos(delta w_j)
+    torch.testing.assert_close(G[0, :5], expected)
+
+
+def test_rope_scores_depend_only_on_the_offset_and_keep_norms():
+    rope = RotaryEmbedding(8)
+    q, k = torch.randn(8).expand(1, 30, 8), torch.randn(8).expand(1, 30, 8)
+    S = rope(q) @ rope(k).transpose(1, 2)
+    torch.testing.assert_close(S[0, 1:, 1:], S[0, :-1, :-1], atol=1e-5, rtol=0)
+    x = torch.randn(2, 4, 30, 8)  # works with a heads dimension
+    torch.testing.assert_close(rope(x).norm(dim=-1), x.norm(dim=-1))
+    torch.testing.assert_close(rope(x)[..., 0, :], x[..., 0, :])  # position 0 is not rotated
+    # shifting every position by the same amount leaves every score unchanged
+    qs, ks = torch.randn(1, 30, 8), torch.randn(1, 30, 8)
+    shift = torch.arange(30) + 5
+    torch.testing.assert_close(rope(qs, shift) @ rope(ks, shift).transpose(1, 2),
+                               rope(qs) @ rope(ks).transpose(1, 2), atol=1e-4, rtol=1e-4)
+
+
+def test_rope_position_offset_matches_rotation_of_the_table_frequencies():
+    rope = RotaryEmbedding(4, base=100.0)
+    x = torch.tensor([[[1.0, 0.0, 1.0, 0.0]]])
+    out = rope(x, positions=torch.tensor([3]))
+    theta = frequencies(4, base=100.0)
+    expected = torch.tensor([math.cos(3 * theta[0]), math.sin(3 * theta[0]),
+                             math.cos(3 * theta[1]), math.sin(3 * theta[1])])
+    torch.testing.assert_close(out[0, 0], expected.float())
+
+
+def test_learned_positions():
+    pe = LearnedPositionalEncoding(6, max_len=10)
+    X = torch.zeros(2, 4, 6)
+    torch.testing.assert_close(pe(X)[0], pe.embedding.weight[:4])
+    assert pe.embedding.weight.requires_grad
+    with pytest.raises(ValueError, match="only up to max_len=10"):
+        pe(torch.zeros(1, 11, 6))
+
+
+def test_positional_extras_bad_input():
+    with pytest.raises(ValueError, match="must be even"):
+        rotation_matrix(1, 5)
+    with pytest.raises(ValueError, match="dim must be a positive even int"):
+        RotaryEmbedding(7)
+    with pytest.raises(ValueError, match="dim is 8"):
+        RotaryEmbedding(8)(torch.randn(2, 3, 6))
+    with pytest.raises(ValueError, match=r"positions must be \(3,\)"):
+        RotaryEmbedding(8)(torch.randn(2, 3, 8), positions=torch.arange(4))
+    with pytest.raises(ValueError, match="max_len must be a positive int"):
+        LearnedPositionalEncoding(4, max_len=0)
