@@ -79,13 +79,18 @@ class AdditiveAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None
 
-    def forward(self, queries, keys, values, valid_lens=None):
+    def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
+        """projected_keys: optional W_k(keys), computed once when the keys are reused."""
         check_qkv(queries, keys, values, same_qk_size=False)
+        if projected_keys is not None and projected_keys.shape[:2] != keys.shape[:2]:
+            raise ValueError(f"projected_keys {tuple(projected_keys.shape)} must match keys "
+                             f"{tuple(keys.shape)} in (batch, n_keys)")
         for name, t, layer, size in (("queries", queries, self.W_q, "query_size"),
                                      ("keys", keys, self.W_k, "key_size")):
             if not isinstance(layer, nn.LazyLinear):
                 check_size(name, t, 2, layer.in_features, f"this layer's {size}")
-        scores = additive_scores(self.W_q, self.W_k, self.w_v, queries, keys)  # (batch, n_q, n_k)
+        scores = additive_scores(self.W_q, self.W_k, self.w_v, queries, keys,
+                                 projected_keys)  # (batch, n_q, n_k)
         self.attention_weights = masked_softmax(scores, valid_lens)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (batch, n_q, d_v)
 

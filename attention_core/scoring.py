@@ -131,9 +131,15 @@ class ConcatScore(ScoreFunction):
         return (queries @ w_q)[:, :, None] + (keys @ w_k)[:, None, :]
 
 
-def additive_scores(W_q: nn.Module, W_k: nn.Module, w_v: nn.Module, queries, keys):
-    """w_v^T tanh(W_q q + W_k k) for every (query, key) pair: (batch, n_q, n_k)."""
-    queries, keys = W_q(queries), W_k(keys)  # (batch, n_q, h), (batch, n_k, h)
+def additive_scores(W_q: nn.Module, W_k: nn.Module, w_v: nn.Module, queries, keys,
+                    projected_keys=None):
+    """w_v^T tanh(W_q q + W_k k) for every (query, key) pair: (batch, n_q, n_k).
+
+    projected_keys: W_k(keys), for a caller that attends to the same keys many times (a
+    decoder, once per output step) and projects them once.
+    """
+    queries = W_q(queries)  # (batch, n_q, h)
+    keys = W_k(keys) if projected_keys is None else projected_keys  # (batch, n_k, h)
     # every query meets every key: (batch, n_q, 1, h) + (batch, 1, n_k, h)
     features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))
     return w_v(features).squeeze(-1)

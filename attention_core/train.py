@@ -105,3 +105,53 @@ def gradient_draws(model, data, mode: str, n_draws: int, baseline: float = 0.0, 
         surrogate.backward()
         draws.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     return torch.stack(draws)
+
+
+def masked_cross_entropy(logits, targets, valid_lens):
+    """Mean cross-entropy over the valid target tokens only.
+
+    logits (batch, n, vocab), targets (batch, n), valid_lens (batch,): positions at or beyond
+    a sequence's valid length (padding) contribute nothing, so padding never trains the model.
+    """
+    if logits.shape[:2] != targets.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must "
+                         f"agree in (batch, n)")
+    mask = torch.arange(targets.shape[1], device=targets.device)[None] < valid_lens.to(targets.device)[:, None]
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    return (losses * mask).sum() / mask.sum()
+
+
+def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
+                  lr: float = 0.005, clip: float = 1.0, seed: int = 0, device=None,
+                  progress: bool = True):
+    """Teacher-forced training with Adam, masked loss and gradient clipping.
+
+    data: a text.TranslationData; pairs: the training pairs. Batches and their order are fixed
+    by ``seed``, so the same call gives the same model. The progress bar (tqdm) is display
+    only. Returns the mean loss of each epoch.
+    """
+    from tqdm.auto import tqdm
+
+    device = device or next(model.parameters()).device
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    bos = data.tgt_vocab.bos
+    n_batches = -(-len(pairs) // batch_size)
+    history = []
+    with tqdm(total=epochs * n_batches, disable=not progress, desc="training") as bar:
+        for epoch in range(epochs):
+            model.train()
+            total, count = 0.0, 0
+            for src, src_lens, tgt, tgt_lens in data.batches(pairs, batch_size, seed=seed + epoch):
+                src, tgt = src.to(device), tgt.to(device)
+                tgt_in = torch.cat([torch.full_like(tgt[:, :1], bos), tgt[:, :-1]], dim=1)
+                logits, _ = model(src, src_lens, tgt_in)
+                loss = masked_cross_entropy(logits, tgt, tgt_lens)
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+                optimizer.step()
+                total, count = total + loss.item(), count + 1
+                bar.update(1)
+                bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.3f}", refresh=False)
+            history.append(total / count)
+    return history
