@@ -67,13 +67,16 @@ class PlainDecoder(nn.Module):
 
 
 class AttentionDecoder(nn.Module):
-    """Bahdanau decoder: additive attention queried by the previous decoder state."""
+    """Bahdanau decoder: additive attention queried by the previous decoder state.
+
+    attention_size: the hidden size h of the additive score (default: num_hiddens).
+    """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
-                 dropout: float = 0.0):
+                 dropout: float = 0.0, attention_size: int | None = None):
         super().__init__()
-        self.attention = AdditiveAttention(num_hiddens, dropout, query_size=num_hiddens,
-                                           key_size=num_hiddens)
+        self.attention = AdditiveAttention(attention_size or num_hiddens, dropout,
+                                           query_size=num_hiddens, key_size=num_hiddens)
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, batch_first=True,
                           dropout=dropout if num_layers > 1 else 0.0)
@@ -115,13 +118,16 @@ class EncoderDecoder(nn.Module):
 
 
 def make_model(kind: str, src_vocab: int, tgt_vocab: int, embed_size: int = 32,
-               num_hiddens: int = 128, num_layers: int = 1, dropout: float = 0.0) -> EncoderDecoder:
+               num_hiddens: int = 128, num_layers: int = 1, dropout: float = 0.0,
+               attention_size: int | None = None) -> EncoderDecoder:
     """kind "plain" or "attention": a GRU encoder with the matching decoder."""
-    decoders = {"plain": PlainDecoder, "attention": AttentionDecoder}
-    if kind not in decoders:
+    if kind not in ("plain", "attention"):
         raise ValueError(f"kind must be 'plain' or 'attention', got {kind!r}")
-    return EncoderDecoder(GRUEncoder(src_vocab, embed_size, num_hiddens, num_layers, dropout),
-                          decoders[kind](tgt_vocab, embed_size, num_hiddens, num_layers, dropout))
+    encoder = GRUEncoder(src_vocab, embed_size, num_hiddens, num_layers, dropout)
+    if kind == "plain":
+        return EncoderDecoder(encoder, PlainDecoder(tgt_vocab, embed_size, num_hiddens, num_layers, dropout))
+    return EncoderDecoder(encoder, AttentionDecoder(tgt_vocab, embed_size, num_hiddens, num_layers,
+                                                    dropout, attention_size))
 
 
 def _select(state, index):
@@ -182,18 +188,40 @@ def beam_search(model: EncoderDecoder, src, src_valid_len, bos: int, eos: int,
             + torch.log_softmax(logits[:, -1], -1)                          # (beams, vocab)
         top = scores.flatten().topk(min(2 * beam_size, scores.numel()))
         alive, rows = [], []
-        for score, flat in zip(top.values.tolist(), top.indices.tolist()):
+        for rank, (score, flat) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
             row, tok = divmod(flat, scores.shape[1])
             if tok == eos:
-                finished.append((beams[row][0], score))
+                # only an ending that is among the k best continuations finishes a hypothesis;
+                # improbable endings would otherwise fill the list and stop the search early
+                if rank < beam_size:
+                    finished.append((beams[row][0], score))
             else:
                 alive.append((beams[row][0] + [tok], score))
                 rows.append(row)
             if len(alive) == beam_size:
                 break
-        if not alive or len(finished) >= beam_size:
+        if not alive:
+            break
+        # stop once a finished translation beats every unfinished one: extending a hypothesis
+        # only lowers its log-probability
+        def normalized(c):
+            return c[1] / (len(c[0]) + 1) ** length_penalty
+        if finished and max(map(normalized, finished)) >= max(map(normalized, alive)):
             break
         beams = alive
         state = _select(state, torch.tensor(rows, device=src.device))
     candidates = finished or beams
     return max(candidates, key=lambda c: c[1] / (len(c[0]) + 1) ** length_penalty)
+
+
+@torch.no_grad()
+def sequence_log_prob(model: EncoderDecoder, src, src_valid_lens, tokens, bos: int, eos: int):
+    """log P(tokens + <eos> | src) under the model, for each sentence of a batch.
+
+    tokens: (batch, n) target indices without <bos>/<eos>, all of length n. Returns (batch,).
+    """
+    model.eval()
+    tgt = torch.cat([tokens, torch.full_like(tokens[:, :1], eos)], dim=1)
+    tgt_in = torch.cat([torch.full_like(tokens[:, :1], bos), tokens], dim=1)
+    logits, _ = model(src, src_valid_lens, tgt_in)
+    return torch.log_softmax(logits, -1).gather(2, tgt[..., None]).squeeze(-1).sum(1)

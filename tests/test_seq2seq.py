@@ -8,7 +8,7 @@ from attention_core.corpus import (Pair, chinese_number, date_pair, english_numb
                                    make_length_test, make_splits, number_pair, random_pair)
 from attention_core.metrics import alignment_accuracy, bleu, exact_match
 from attention_core.seq2seq import (AttentionDecoder, PlainDecoder, beam_search, greedy_decode,
-                                    make_model)
+                                    make_model, sequence_log_prob)
 from attention_core.text import TranslationData, Vocab, pad_batch, read_tsv_pairs
 from attention_core.train import masked_cross_entropy, train_seq2seq
 
@@ -171,6 +171,14 @@ def test_training_greedy_and_beam_decoding(tiny):
     one, _ = beam_search(model, src[:1], src_lens[:1], data.tgt_vocab.bos, data.tgt_vocab.eos,
                          beam_size=1, max_len=12)
     assert data.tgt_vocab.decode(one) == greedy  # a beam of one is greedy decoding
+    # beam search never settles for a less probable translation than greedy decoding
+    vocab = data.tgt_vocab
+    for i in range(8):
+        beam, _ = beam_search(model, src[i:i + 1], src_lens[i:i + 1], vocab.bos, vocab.eos, 4, 12)
+        greedy = vocab.encode(vocab.decode(tokens[i].tolist()))
+        lp = [sequence_log_prob(model, src[i:i + 1], src_lens[i:i + 1], torch.tensor([t]),
+                                vocab.bos, vocab.eos).item() for t in (beam, greedy)]
+        assert lp[0] >= lp[1] - 1e-5
     with pytest.raises(ValueError, match="beam_size must be positive"):
         beam_search(model, src[:1], src_lens[:1], 1, 2, beam_size=0)
     with pytest.raises(ValueError, match=r"src must be \(1, n_src\)"):
