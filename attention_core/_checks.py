@@ -59,6 +59,13 @@ def check_same_dtype(**tensors: torch.Tensor) -> None:
         raise ValueError(f"tensors must share one dtype, got {listed}")
 
 
+def check_positive_int(**values) -> None:
+    """Require each keyword's value to be an int >= 1, e.g. check_positive_int(num_heads=h)."""
+    for name, v in values.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+
+
 def check_positive(name: str, value: float) -> None:
     if not value > 0:
         raise ValueError(f"{name} must be positive, got {value}")

@@ -11,8 +11,8 @@ import math
 import torch
 from torch import nn
 
-from ._checks import (check_probability, check_rank, check_same_device, check_same_dtype,
-                      check_size, check_tensor)
+from ._checks import (check_positive_int, check_probability, check_rank, check_same_device,
+                      check_same_dtype, check_size, check_tensor)
 from .masking import masked_softmax
 from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
 
@@ -70,8 +70,7 @@ class AdditiveAttention(nn.Module):
     def __init__(self, num_hiddens: int, dropout: float = 0.0, query_size: int | None = None,
                  key_size: int | None = None):
         super().__init__()
-        if not isinstance(num_hiddens, int) or num_hiddens < 1:
-            raise ValueError(f"num_hiddens must be a positive int, got {num_hiddens!r}")
+        check_positive_int(num_hiddens=num_hiddens)
         check_probability("dropout", dropout)
         self.W_q = linear(query_size, num_hiddens)
         self.W_k = linear(key_size, num_hiddens)

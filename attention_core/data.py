@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from ._checks import check_positive_int
+
 
 def regression_target(x: torch.Tensor) -> torch.Tensor:
     """The smooth function behind the kernel-regression data: 2 sin(x) + x^0.8."""
@@ -17,9 +19,7 @@ def make_regression_data(n_train: int = 50, n_test: int = 100, x_max: float = 5.
     on [0, x_max], y_test (n_test,) noise-free). The same seed gives the same data on any
     machine: the draws are made on the CPU in float64 and then converted.
     """
-    for name, n in (("n_train", n_train), ("n_test", n_test)):
-        if not isinstance(n, int) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    check_positive_int(n_train=n_train, n_test=n_test)
     if not x_max > 0:
         raise ValueError(f"x_max must be positive, got {x_max}")
     if not noise >= 0:
@@ -43,9 +43,7 @@ def make_retrieval_batch(batch: int, n_items: int = 8, dim: int = 8, noise: floa
     Returns queries (batch, 1, dim), keys (batch, n_items, dim), values (batch, n_items, 1),
     targets (batch, 1, 1) and the true index (batch,).
     """
-    for name, n in (("batch", batch), ("n_items", n_items), ("dim", dim)):
-        if not isinstance(n, int) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    check_positive_int(batch=batch, n_items=n_items, dim=dim)
     keys = torch.randn(batch, n_items, dim, generator=generator)
     keys = keys / keys.norm(dim=-1, keepdim=True)
     values = torch.randn(batch, n_items, 1, generator=generator)

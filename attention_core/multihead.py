@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._checks import check_probability
+from ._checks import check_positive_int, check_probability
 from .attention import check_qkv
 from .scoring import linear
 from .masking import softmax_where, valid_lens_to_mask
@@ -38,9 +38,7 @@ class MultiHeadAttention(nn.Module):
                  key_size: int | None = None, value_size: int | None = None,
                  need_weights: bool = False):
         super().__init__()
-        for name, v in (("num_hiddens", num_hiddens), ("num_heads", num_heads)):
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_positive_int(num_hiddens=num_hiddens, num_heads=num_heads)
         if num_hiddens % num_heads:
             raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by num_heads "
                              f"({num_heads})")

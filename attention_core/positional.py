@@ -8,14 +8,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_probability, check_rank, check_size, check_tensor
+from ._checks import check_positive_int, check_probability, check_rank, check_size, check_tensor
 
 
 def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device=None):
     """The table P: (max_len, num_hiddens). Columns 2j and 2j+1 share frequency 1/10000^(2j/d)."""
-    for name, v in (("max_len", max_len), ("num_hiddens", num_hiddens)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    check_positive_int(max_len=max_len, num_hiddens=num_hiddens)
     if not torch.empty(0, dtype=dtype).is_floating_point():
         raise TypeError(f"dtype must be a floating dtype, got {dtype}")
     positions = torch.arange(max_len, dtype=dtype, device=device).reshape(-1, 1)
@@ -28,23 +26,22 @@ def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device
     return P
 
 
-class PositionalEncoding(nn.Module):
-    """Adds the sinusoidal table to its input, then applies dropout.
+class AddedPositions(nn.Module):
+    """Base of the encodings that add one vector per position: X + E[:n], then dropout.
 
-    forward(X (batch, n, num_hiddens)) -> (batch, n, num_hiddens), with n <= max_len.
-    The table is ``self.P`` (1, max_len, num_hiddens), a buffer that follows ``.to(device)``.
+    forward(X (batch, n, num_hiddens)) -> same shape, for n <= max_len. A subclass says what
+    the vectors are in ``position_vectors(n)`` -> (n, num_hiddens).
     """
 
-    def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000):
+    def __init__(self, num_hiddens: int, max_len: int, dropout: float):
         super().__init__()
-        for name, v in (("num_hiddens", num_hiddens), ("max_len", max_len)):
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_positive_int(num_hiddens=num_hiddens, max_len=max_len)
         check_probability("dropout", dropout)
         self.num_hiddens, self.max_len = num_hiddens, max_len
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0),
-                             persistent=False)
+
+    def position_vectors(self, n: int) -> torch.Tensor:
+        raise NotImplementedError
 
     def forward(self, X):
         check_tensor("X", X)
@@ -52,8 +49,24 @@ class PositionalEncoding(nn.Module):
         check_size("X", X, 2, self.num_hiddens, "num_hiddens")
         if X.shape[1] > self.max_len:
             raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}), more than "
-                             f"max_len={self.max_len}")
-        return self.dropout(X + self.P[:, : X.shape[1]].to(X.dtype))
+                             f"max_len={self.max_len}: no position vector exists beyond it")
+        return self.dropout(X + self.position_vectors(X.shape[1]).to(X.dtype))
+
+
+class PositionalEncoding(AddedPositions):
+    """Adds the sinusoidal table to its input, then applies dropout.
+
+    forward(X (batch, n, num_hiddens)) -> (batch, n, num_hiddens), with n <= max_len.
+    The table is ``self.P`` (1, max_len, num_hiddens), a buffer that follows ``.to(device)``.
+    """
+
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000):
+        super().__init__(num_hiddens, max_len, dropout)
+        self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0),
+                             persistent=False)
+
+    def position_vectors(self, n):
+        return self.P[0, :n]
 
 
 def frequencies(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, device=None):
@@ -81,7 +94,7 @@ def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=
     return M
 
 
-class LearnedPositionalEncoding(nn.Module):
+class LearnedPositionalEncoding(AddedPositions):
     """Absolute positions as learned vectors (as in BERT and GPT-2): X + E[position].
 
     forward(X (batch, n, num_hiddens)) -> same shape, n <= max_len. Unlike the sinusoidal
@@ -89,25 +102,12 @@ class LearnedPositionalEncoding(nn.Module):
     """
 
     def __init__(self, num_hiddens: int, max_len: int = 512, dropout: float = 0.0):
-        super().__init__()
-        for name, v in (("num_hiddens", num_hiddens), ("max_len", max_len)):
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        check_probability("dropout", dropout)
-        self.num_hiddens, self.max_len = num_hiddens, max_len
+        super().__init__(num_hiddens, max_len, dropout)
         self.embedding = nn.Embedding(max_len, num_hiddens)
         nn.init.normal_(self.embedding.weight, std=0.02)
-        self.dropout = nn.Dropout(dropout)
 
-    def forward(self, X):
-        check_tensor("X", X)
-        check_rank("X", X, 3, "(batch, n, num_hiddens)")
-        check_size("X", X, 2, self.num_hiddens, "num_hiddens")
-        if X.shape[1] > self.max_len:
-            raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}), but learned "
-                             f"positions exist only up to max_len={self.max_len}")
-        positions = torch.arange(X.shape[1], device=X.device)
-        return self.dropout(X + self.embedding(positions).to(X.dtype))
+    def position_vectors(self, n):
+        return self.embedding.weight[:n]
 
 
 class RotaryEmbedding(nn.Module):
@@ -122,7 +122,7 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, dim: int, base: float = 10000.0):
         super().__init__()
-        if not isinstance(dim, int) or dim < 2 or dim % 2:
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2 or dim % 2:
             raise ValueError(f"dim must be a positive even int, got {dim!r}")
         if not base > 1:
             raise ValueError(f"base must be greater than 1, got {base}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._checks import check_rank, check_size, check_tensor
+from ._checks import check_positive_int, check_rank, check_size, check_tensor
 from .attention import DotProductAttention
 from .scoring import linear
 
@@ -23,8 +23,7 @@ class SelfAttention(nn.Module):
 
     def __init__(self, num_hiddens: int, d_in: int | None = None, dropout: float = 0.0):
         super().__init__()
-        if not isinstance(num_hiddens, int) or num_hiddens < 1:
-            raise ValueError(f"num_hiddens must be a positive int, got {num_hiddens!r}")
+        check_positive_int(num_hiddens=num_hiddens)
         self.W_q = linear(d_in, num_hiddens)
         self.W_k = linear(d_in, num_hiddens)
         self.W_v = linear(d_in, num_hiddens)

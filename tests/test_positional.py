@@ -102,7 +102,7 @@ def test_learned_positions():
     X = torch.zeros(2, 4, 6)
     torch.testing.assert_close(pe(X)[0], pe.embedding.weight[:4])
     assert pe.embedding.weight.requires_grad
-    with pytest.raises(ValueError, match="only up to max_len=10"):
+    with pytest.raises(ValueError, match="more than max_len=10"):
         pe(torch.zeros(1, 11, 6))
 
 
