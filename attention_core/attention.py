@@ -14,23 +14,19 @@ from torch import nn
 from ._checks import (check_positive_int, check_probability, check_rank, check_same_device,
                       check_same_dtype, check_size, check_tensor)
 from .masking import masked_softmax
-from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
+from .scoring import (SCORE_FUNCTIONS, ScoreFunction, additive_scores, check_queries_keys,
+                      linear)
 
 
 def check_qkv(queries, keys, values, *, same_qk_size: bool) -> None:
     """Validate (batch, n_queries, d_q), (batch, n_keys, d_k), (batch, n_keys, d_v)."""
-    for name, t, layout in (("queries", queries, "(batch, n_queries, d_q)"),
-                            ("keys", keys, "(batch, n_keys, d_k)"),
-                            ("values", values, "(batch, n_keys, d_v)")):
-        check_tensor(name, t)
-        check_rank(name, t, 3, layout)
-    check_same_device(queries=queries, keys=keys, values=values)
-    check_same_dtype(queries=queries, keys=keys, values=values)
-    check_size("keys", keys, 0, queries.shape[0], "the batch size of queries")
+    check_queries_keys(queries, keys, same_size=same_qk_size)
+    check_tensor("values", values)
+    check_rank("values", values, 3, "(batch, n_keys, d_v)")
+    check_same_device(queries=queries, values=values)
+    check_same_dtype(queries=queries, values=values)
     check_size("values", values, 0, queries.shape[0], "the batch size of queries")
     check_size("values", values, 1, keys.shape[1], "the number of keys")
-    if same_qk_size:
-        check_size("keys", keys, 2, queries.shape[2], "the feature size of queries")
 
 
 class DotProductAttention(nn.Module):

@@ -40,7 +40,7 @@ def path_lengths(make: Callable[[int], Callable], n: int, d: int, max_depth: int
     return result
 
 
-def stacked(layers: list[nn.Module], channels_last: bool = True) -> Callable:
+def stacked(layers: list[nn.Module]) -> Callable:
     """Apply layers in turn to (batch, n, d); a Conv1d sees (batch, d, n)."""
     def fn(x):
         for layer in layers:

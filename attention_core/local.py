@@ -21,6 +21,7 @@ from torch import nn
 from ._checks import check_rank, check_size, check_tensor
 from .attention import check_qkv
 from .masking import softmax_where, valid_lens_to_mask
+from .scoring import linear
 
 
 def window_positions(centers: torch.Tensor, window: int):
@@ -84,7 +85,6 @@ class LocalAttention(nn.Module):
             raise ValueError(f"mode must be 'm' (monotonic) or 'p' (predictive), got {mode!r}")
         self.window, self.mode = window, mode
         if mode == "p":
-            from .scoring import linear
             self.W_p = linear(query_size, num_hiddens)
             self.v_p = nn.Linear(num_hiddens, 1, bias=False)
         self.centers = self.attention_weights = None

@@ -26,6 +26,22 @@ def linear(in_features: int | None, out_features: int, bias: bool = False) -> nn
     return nn.Linear(in_features, out_features, bias=bias)
 
 
+def check_queries_keys(queries, keys, *, same_size: bool, why: str = "") -> None:
+    """Validate queries (batch, n_queries, d_q) and keys (batch, n_keys, d_k) together.
+
+    same_size: also require d_q == d_k; ``why`` is added to that error message.
+    """
+    for name, t, layout in (("queries", queries, "(batch, n_queries, d_q)"),
+                            ("keys", keys, "(batch, n_keys, d_k)")):
+        check_tensor(name, t)
+        check_rank(name, t, 3, layout)
+    check_same_device(queries=queries, keys=keys)
+    check_same_dtype(queries=queries, keys=keys)
+    check_size("keys", keys, 0, queries.shape[0], "the batch size of queries")
+    if same_size:
+        check_size("keys", keys, 2, queries.shape[2], "the feature size of queries" + why)
+
+
 def _in_features(layer: nn.Module) -> int | None:
     return None if isinstance(layer, nn.LazyLinear) else layer.in_features
 
@@ -40,16 +56,8 @@ class ScoreFunction(nn.Module):
         return None, None
 
     def check(self, queries, keys):
-        for name, t, layout in (("queries", queries, "(batch, n_queries, d_q)"),
-                                ("keys", keys, "(batch, n_keys, d_k)")):
-            check_tensor(name, t)
-            check_rank(name, t, 3, layout)
-        check_same_device(queries=queries, keys=keys)
-        check_same_dtype(queries=queries, keys=keys)
-        check_size("keys", keys, 0, queries.shape[0], "the batch size of queries")
-        if self.needs_same_size:
-            check_size("keys", keys, 2, queries.shape[2],
-                       f"the feature size of queries ({type(self).__name__} needs d_q == d_k)")
+        check_queries_keys(queries, keys, same_size=self.needs_same_size,
+                           why=f" ({type(self).__name__} needs d_q == d_k)")
         d_q, d_k = self.expected_sizes()
         if d_q is not None:
             check_size("queries", queries, 2, d_q, "this score's query_size")

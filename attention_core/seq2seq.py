@@ -222,6 +222,13 @@ def sequence_log_prob(model: EncoderDecoder, src, src_valid_lens, tokens, bos: i
     """
     model.eval()
     tgt = torch.cat([tokens, torch.full_like(tokens[:, :1], eos)], dim=1)
-    tgt_in = torch.cat([torch.full_like(tokens[:, :1], bos), tokens], dim=1)
-    logits, _ = model(src, src_valid_lens, tgt_in)
+    logits, _ = model(src, src_valid_lens, decoder_input(tgt, bos))
     return torch.log_softmax(logits, -1).gather(2, tgt[..., None]).squeeze(-1).sum(1)
+
+
+def decoder_input(tgt, bos: int):
+    """Teacher forcing: the decoder reads <bos> followed by the target shifted right by one.
+
+    tgt (batch, n) ending in <eos> (and padding) -> (batch, n): <bos>, tgt[:, :-1].
+    """
+    return torch.cat([torch.full_like(tgt[:, :1], bos), tgt[:, :-1]], dim=1)

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
 import torch
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+WORDS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")  # words (with an apostrophe) and punctuation marks
 
 
 class Vocab:
@@ -116,8 +118,6 @@ def read_tsv_pairs(path, max_pairs: int | None = None, lowercase: bool = True):
     fra.txt). Punctuation is split from words; a line without a tab is an error that names
     the line. Returns [(source tokens, target tokens), ...].
     """
-    import re
-
     path = Path(path)
     pairs = []
     with path.open(encoding="utf-8") as f:
@@ -131,8 +131,7 @@ def read_tsv_pairs(path, max_pairs: int | None = None, lowercase: bool = True):
             src, tgt = parts[0], parts[1]
             if lowercase:
                 src, tgt = src.lower(), tgt.lower()
-            tokenize = lambda s: re.findall(r"\w+(?:'\w+)?|[^\w\s]", s)  # noqa: E731
-            pairs.append((tokenize(src), tokenize(tgt)))
+            pairs.append((WORDS.findall(src), WORDS.findall(tgt)))
             if max_pairs is not None and len(pairs) >= max_pairs:
                 break
     return pairs

@@ -132,6 +132,8 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
     """
     from tqdm.auto import tqdm
 
+    from .seq2seq import decoder_input
+
     device = device or next(model.parameters()).device
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     bos = data.tgt_vocab.bos
@@ -143,8 +145,7 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
             total, count = 0.0, 0
             for src, src_lens, tgt, tgt_lens in data.batches(pairs, batch_size, seed=seed + epoch):
                 src, tgt = src.to(device), tgt.to(device)
-                tgt_in = torch.cat([torch.full_like(tgt[:, :1], bos), tgt[:, :-1]], dim=1)
-                logits, _ = model(src, src_lens, tgt_in)
+                logits, _ = model(src, src_lens, decoder_input(tgt, bos))
                 loss = masked_cross_entropy(logits, tgt, tgt_lens)
                 optimizer.zero_grad()
                 loss.backward()

@@ -7,8 +7,8 @@ import torch
 from attention_core.corpus import (Pair, chinese_number, date_pair, english_number, make_corpus,
                                    make_length_test, make_splits, number_pair, random_pair)
 from attention_core.metrics import alignment_accuracy, bleu, exact_match
-from attention_core.seq2seq import (AttentionDecoder, PlainDecoder, beam_search, greedy_decode,
-                                    make_model, sequence_log_prob)
+from attention_core.seq2seq import (AttentionDecoder, PlainDecoder, beam_search, decoder_input,
+                                    greedy_decode, make_model, sequence_log_prob)
 from attention_core.text import TranslationData, Vocab, pad_batch, read_tsv_pairs
 from attention_core.train import masked_cross_entropy, train_seq2seq
 
@@ -112,6 +112,11 @@ def test_tsv_loader(tmp_path):
     (tmp_path / "bad.txt").write_text("no tab here\n", encoding="utf-8")
     with pytest.raises(ValueError, match="bad.txt:1: expected 'source<TAB>target'"):
         read_tsv_pairs(tmp_path / "bad.txt")
+
+
+def test_decoder_input_is_bos_then_the_target_shifted_right():
+    tgt = torch.tensor([[5, 6, 2, 0], [7, 2, 0, 0]])  # ... <eos>=2, <pad>=0
+    assert decoder_input(tgt, bos=1).tolist() == [[1, 5, 6, 2], [1, 7, 2, 0]]
 
 
 def test_masked_loss_ignores_padding():
