@@ -1,7 +1,9 @@
-"""Input validation shared by every public function.
+"""Input validation at the public entry points.
 
 Errors name the argument and the shape it got, so a reader sees *which* tensor is wrong
-instead of a broadcasting error ten frames deep.
+instead of a broadcasting error ten frames deep. Every check here reads only shapes, dtypes,
+devices and Python values: none looks at a tensor's values, so none synchronises with a GPU,
+and all of them work on the ``meta`` device and under ``torch.compile``.
 """
 from __future__ import annotations
 
@@ -35,28 +37,12 @@ def check_size(name: str, x: torch.Tensor, dim: int, expected: int, what: str) -
         )
 
 
-def check_finite(name: str, x: torch.Tensor, *, allow_neg_inf: bool = False) -> None:
-    """Reject NaN (and +inf; -inf too unless allowed): they would spread silently."""
-    bad = torch.isnan(x) | (x == float("inf"))
-    if not allow_neg_inf:
-        bad |= x == float("-inf")
-    if bool(bad.any()):
-        n = int(bad.sum())
-        raise ValueError(f"{name} (shape {tuple(x.shape)}) contains {n} NaN or infinite values")
-
-
-def check_same_device(**tensors: torch.Tensor) -> None:
-    devices = {name: t.device for name, t in tensors.items() if t is not None}
-    if len(set(devices.values())) > 1:
-        listed = ", ".join(f"{n} on {d}" for n, d in devices.items())
-        raise ValueError(f"tensors must be on one device, got {listed}")
-
-
-def check_same_dtype(**tensors: torch.Tensor) -> None:
-    dtypes = {name: t.dtype for name, t in tensors.items() if t is not None}
-    if len(set(dtypes.values())) > 1:
-        listed = ", ".join(f"{n} is {d}" for n, d in dtypes.items())
-        raise ValueError(f"tensors must share one dtype, got {listed}")
+def check_same(what: str, **tensors) -> None:
+    """Require one device (``what="device"``) or one dtype (``what="dtype"``) for all tensors."""
+    values = {name: getattr(t, what) for name, t in tensors.items() if t is not None}
+    if len(set(values.values())) > 1:
+        listed = ", ".join(f"{n}: {v}" for n, v in values.items())
+        raise ValueError(f"tensors must share one {what}, got {listed}")
 
 
 def check_positive_int(**values) -> None:
@@ -74,3 +60,58 @@ def check_positive(name: str, value: float) -> None:
 def check_probability(name: str, value: float) -> None:
     if not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {value}")
+
+
+def check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+
+
+def check_in_features(name: str, x: torch.Tensor, layer: torch.nn.Module, size_name: str) -> None:
+    """Require the last dimension of ``x`` to fit ``layer`` (skipped while the layer is lazy)."""
+    if not isinstance(layer, torch.nn.LazyLinear):
+        check_size(name, x, -1, layer.in_features, f"this layer's {size_name}")
+
+
+_LAYOUT = {"queries": "n_queries, d_q", "keys": "n_keys, d_k", "values": "n_keys, d_v"}
+
+
+def check_queries_keys(queries, keys, *, any_rank: bool = False, same_size: bool = True,
+                       why: str = "") -> None:
+    """Validate queries (B, [h,] n_q, d_q) and keys (B, [h,] n_k, d_k) together.
+
+    any_rank: allow head axes between batch and positions (else exactly rank 3).
+    same_size: also require d_q == d_k; ``why`` is added to that error message.
+    """
+    for name, t in (("queries", queries), ("keys", keys)):
+        check_tensor(name, t)
+        if any_rank:
+            check_rank(name, t, range(3, 9), f"(batch, [heads,] {_LAYOUT[name]})")
+        else:
+            check_rank(name, t, 3, f"(batch, {_LAYOUT[name]})")
+    check_same("device", queries=queries, keys=keys)
+    check_same("dtype", queries=queries, keys=keys)
+    _check_leading("keys", keys, queries)
+    if same_size:
+        check_size("keys", keys, keys.dim() - 1, queries.shape[-1],
+                   "the feature size of queries" + why)
+
+
+def check_qkv(queries, keys, values, *, any_rank: bool = False, same_qk_size: bool = True) -> None:
+    """Validate queries, keys and values: (B, [h,] n_q, d_q), (B, [h,] n_k, d_k), (B, [h,] n_k, d_v)."""
+    check_queries_keys(queries, keys, any_rank=any_rank, same_size=same_qk_size)
+    check_tensor("values", values)
+    check_same("device", queries=queries, values=values)
+    check_same("dtype", queries=queries, values=values)
+    _check_leading("values", values, queries)
+    check_size("values", values, values.dim() - 2, keys.shape[-2], "the number of keys")
+
+
+def _check_leading(name: str, x: torch.Tensor, queries: torch.Tensor) -> None:
+    """Same rank as the queries, and the same batch (and head) sizes."""
+    if x.dim() != queries.dim():
+        raise ValueError(f"{name} of shape {tuple(x.shape)} must have the rank of queries "
+                         f"{tuple(queries.shape)}")
+    for dim in range(x.dim() - 2):
+        check_size(name, x, dim, queries.shape[dim],
+                   "the batch size of queries" if dim == 0 else f"the size of queries in dimension {dim}")

@@ -1,40 +1,133 @@
-"""Attention layers that keep their weights for inspection: scaled dot-product, additive, and
-attention with any score function from ``scoring``.
+"""The attention core, ``attend``, and the layers that are thin wrappers over it.
 
-All follow the three steps of every attention: score each (query, key) pair, normalise the
-scores with a masked softmax, and average the values with those weights.
+Every attention in this book takes three steps: score each (query, key) pair, turn the
+scores into weights with a masked softmax, and average the values with those weights.
+``attend`` does the three steps for every layer. Its step-by-step "math" backend is the
+reference; the "sdpa" backend calls torch's fused ``scaled_dot_product_attention``, which
+never hands the weights back and is used whenever no weights are asked for. The two are
+tested equal, and every backend gives a query with no key to attend to a zero output.
+
+Shapes: queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v);
+mask boolean, broadcastable to (B, [h,] n_q, n_k), True = may attend.
 """
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
-from ._checks import (check_positive_int, check_probability, check_rank, check_same_device,
-                      check_same_dtype, check_size, check_tensor)
-from .masking import masked_softmax
-from .scoring import (SCORE_FUNCTIONS, ScoreFunction, additive_scores, check_queries_keys,
-                      linear)
+from ._checks import (check_choice, check_in_features, check_positive_int, check_probability,
+                      check_qkv, check_rank, check_tensor)
+from .masking import causal_mask, padding_mask, softmax_over
+from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
 
 
-def check_qkv(queries, keys, values, *, same_qk_size: bool) -> None:
-    """Validate (batch, n_queries, d_q), (batch, n_keys, d_k), (batch, n_keys, d_v)."""
-    check_queries_keys(queries, keys, same_size=same_qk_size)
-    check_tensor("values", values)
-    check_rank("values", values, 3, "(batch, n_keys, d_v)")
-    check_same_device(queries=queries, values=values)
-    check_same_dtype(queries=queries, values=values)
-    check_size("values", values, 0, queries.shape[0], "the batch size of queries")
-    check_size("values", values, 1, keys.shape[1], "the number of keys")
+def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=None,
+                   dropout_p=0.0, score=None):
+    """The three steps written out; returns (output, weights). ``score(q, k)`` replaces q·k."""
+    if score is not None:
+        scores = score(queries, keys)
+    elif scale is None:
+        scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])
+    else:
+        scores = queries @ keys.transpose(-2, -1) * scale                # (B, [h,] n_q, n_k)
+    if is_causal:
+        causal = causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device)
+        mask = causal if mask is None else mask & causal
+    weights = softmax_over(scores, mask)                                 # 0 where masked
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return dropped @ values, weights                                     # (B, [h,] n_q, d_v)
+
+
+def sdpa_attention(queries, keys, values, mask=None, *, is_causal=False, scale=None,
+                   dropout_p=0.0):
+    """torch's fused kernel; returns (output, None): it never writes the weights to memory."""
+    if mask is None:
+        return F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout_p,
+                                              is_causal=is_causal, scale=scale), None
+    if is_causal:  # the fused kernel takes a mask or is_causal, not both
+        mask = mask & causal_mask(queries.shape[-2], keys.shape[-2], device=mask.device)
+    # A query with no key to attend to would get NaN from the fused kernel: let it see every
+    # key (finite values, finite gradients), then zero its output.
+    empty = ~mask.any(dim=-1, keepdim=True)                              # (..., n_q or 1, 1)
+    out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask | empty,
+                                         dropout_p=dropout_p, scale=scale)
+    return out.masked_fill(empty, 0.0), None
+
+
+BACKENDS: dict[str, Callable] = {"math": math_attention, "sdpa": sdpa_attention}
+"""The ways to compute attention, by name; each returns (output, weights or None)."""
+
+
+def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=None,
+           score: Callable | None = None, dropout_p: float = 0.0, need_weights: bool = False,
+           backend: str | None = None):
+    """Attention, the one function every layer of the book calls.
+
+    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v).
+    mask: None, or boolean broadcastable to (B, [h,] n_q, n_k), True = may attend.
+    is_causal: query i may also not see keys j > i (top-left aligned, as in torch).
+    scale: multiplies q·k (default 1/sqrt(d)). score: a function (queries, keys) -> scores
+    that replaces the scaled dot product (additive, cosine, ...; math backend only).
+    dropout_p: dropout on the weights (pass 0 at evaluation). need_weights: also return them.
+    backend: "math", "sdpa", ... (``BACKENDS``); default "sdpa", or "math" when weights or a
+    custom score are asked for.
+    Returns (output (B, [h,] n_q, d_v), weights (B, [h,] n_q, n_k) or None). A query with no
+    key to attend to gets zero weights and a zero output on every backend.
+    """
+    check_qkv(queries, keys, values, any_rank=True, same_qk_size=score is None)
+    check_mask(mask, queries, keys)
+    check_probability("dropout_p", dropout_p)
+    if backend is not None:
+        check_choice("backend", backend, BACKENDS)
+        if backend != "math" and (need_weights or score is not None):
+            raise ValueError(f"backend {backend!r} computes the scaled dot product and returns "
+                             f"no weights; need_weights and score need backend='math'")
+    return _attend(queries, keys, values, mask, is_causal=is_causal, scale=scale, score=score,
+                   dropout_p=dropout_p, need_weights=need_weights, backend=backend)
+
+
+def _attend(queries, keys, values, mask=None, *, is_causal=False, scale=None, score=None,
+            dropout_p=0.0, need_weights=False, backend=None):
+    """``attend`` without the checks, for layers that validated their inputs at the door."""
+    if need_weights or score is not None:
+        backend = "math"
+    kwargs = {"score": score} if score is not None else {}
+    return BACKENDS[backend or "sdpa"](queries, keys, values, mask, is_causal=is_causal,
+                                       scale=scale, dropout_p=dropout_p, **kwargs)
+
+
+def check_mask(mask, queries, keys) -> None:
+    """Require a boolean mask that broadcasts against the scores (B, [h,] n_q, n_k)."""
+    if mask is None:
+        return
+    check_tensor("mask", mask, floating=False)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be boolean (True = may attend), got {mask.dtype}")
+    scores_shape = (*queries.shape[:-1], keys.shape[-2])
+    try:
+        fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
+                         f"shape {scores_shape} (batch, [heads,] n_queries, n_keys)")
+
+
+def dropout_p(module: nn.Module) -> float:
+    """The dropout probability a layer applies now: its ``dropout.p`` in training, else 0."""
+    return module.dropout.p if module.training else 0.0
 
 
 class DotProductAttention(nn.Module):
-    """Scaled dot-product attention: scores q·k / sqrt(d).
+    """Scaled dot-product attention that keeps its weights: softmax(q·k / sqrt(d)) v.
 
-    forward(queries (batch, n_queries, d), keys (batch, n_keys, d),
-            values (batch, n_keys, d_v), valid_lens None | (batch,) | (batch, n_queries))
-    -> (batch, n_queries, d_v); keeps ``self.attention_weights`` (batch, n_queries, n_keys).
+    forward(queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v),
+            valid_lens None | (B,) | (B, n_q)) -> (B, [h,] n_q, d_v); keeps
+    ``self.attention_weights`` (B, [h,] n_q, n_k).
     """
 
     def __init__(self, dropout: float = 0.0):
@@ -44,26 +137,24 @@ class DotProductAttention(nn.Module):
         self.attention_weights = None
 
     def forward(self, queries, keys, values, valid_lens=None):
-        check_qkv(queries, keys, values, same_qk_size=True)
-        d = queries.shape[-1]
-        # Dividing by sqrt(d) keeps the scores' variance at 1 whatever d is, so the softmax
-        # neither saturates nor loses its gradient as d grows.
-        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)  # (batch, n_q, n_k)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)  # (batch, n_q, d_v)
+        check_qkv(queries, keys, values, any_rank=True)
+        mask = padding_mask(valid_lens, queries, keys)
+        out, self.attention_weights = _attend(queries, keys, values, mask,
+                                              dropout_p=dropout_p(self), need_weights=True)
+        return out
 
 
 class AdditiveAttention(nn.Module):
     """Additive (Bahdanau) attention: scores w_v^T tanh(W_q q + W_k k).
 
-    W_q: d_q -> h and W_k: d_k -> h map query and key into one hidden space of size
-    ``num_hiddens`` (h), so queries and keys may have different sizes.
-    forward(queries (batch, n_queries, d_q), keys (batch, n_keys, d_k),
-            values (batch, n_keys, d_v), valid_lens) -> (batch, n_queries, d_v);
-    keeps ``self.attention_weights`` (batch, n_queries, n_keys).
+    W_q: d_q -> d_a and W_k: d_k -> d_a map query and key into one hidden space of size
+    ``num_hiddens`` (d_a), so queries and keys may have different sizes.
+    forward(queries (B, n_q, d_q), keys (B, n_k, d_k), values (B, n_k, d_v), valid_lens,
+            projected_keys=None) -> (B, n_q, d_v); keeps ``self.attention_weights`` (B, n_q, n_k).
+    projected_keys: W_k(keys), for a caller that reuses the same keys at every step.
     """
 
-    def __init__(self, num_hiddens: int, dropout: float = 0.0, query_size: int | None = None,
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, *, query_size: int | None = None,
                  key_size: int | None = None):
         super().__init__()
         check_positive_int(num_hiddens=num_hiddens)
@@ -75,27 +166,28 @@ class AdditiveAttention(nn.Module):
         self.attention_weights = None
 
     def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
-        """projected_keys: optional W_k(keys), computed once when the keys are reused."""
         check_qkv(queries, keys, values, same_qk_size=False)
+        check_in_features("queries", queries, self.W_q, "query_size")
+        check_in_features("keys", keys, self.W_k, "key_size")
         if projected_keys is not None and projected_keys.shape[:2] != keys.shape[:2]:
             raise ValueError(f"projected_keys {tuple(projected_keys.shape)} must match keys "
                              f"{tuple(keys.shape)} in (batch, n_keys)")
-        for name, t, layer, size in (("queries", queries, self.W_q, "query_size"),
-                                     ("keys", keys, self.W_k, "key_size")):
-            if not isinstance(layer, nn.LazyLinear):
-                check_size(name, t, 2, layer.in_features, f"this layer's {size}")
-        scores = additive_scores(self.W_q, self.W_k, self.w_v, queries, keys,
-                                 projected_keys)  # (batch, n_q, n_k)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)  # (batch, n_q, d_v)
+
+        def score(q, k):
+            return additive_scores(self.W_q, self.W_k, self.w_v, q, k, projected_keys)
+
+        out, self.attention_weights = _attend(queries, keys, values,
+                                              padding_mask(valid_lens, queries, keys),
+                                              score=score, dropout_p=dropout_p(self))
+        return out
 
 
 class ScoredAttention(nn.Module):
-    """Attention with any score function: score, masked softmax, weighted sum of values.
+    """Attention with any score function of ``scoring``: score, masked softmax, weighted sum.
 
-    forward(queries (batch, n_queries, d_q), keys (batch, n_keys, d_k),
-            values (batch, n_keys, d_v), valid_lens None | (batch,) | (batch, n_queries))
-    -> (batch, n_queries, d_v); keeps ``self.attention_weights`` (batch, n_queries, n_keys).
+    forward(queries (B, n_q, d_q), keys (B, n_k, d_k), values (B, n_k, d_v),
+            valid_lens None | (B,) | (B, n_q)) -> (B, n_q, d_v); keeps
+    ``self.attention_weights`` (B, n_q, n_k).
     """
 
     def __init__(self, score: ScoreFunction, dropout: float = 0.0):
@@ -110,5 +202,36 @@ class ScoredAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None):
         check_qkv(queries, keys, values, same_qk_size=self.score.needs_same_size)
-        self.attention_weights = masked_softmax(self.score(queries, keys), valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
+        self.score.check(queries, keys)
+        out, self.attention_weights = _attend(queries, keys, values,
+                                              padding_mask(valid_lens, queries, keys),
+                                              score=self.score.formula, dropout_p=dropout_p(self))
+        return out
+
+
+class SelfAttention(nn.Module):
+    """Single-head self-attention: queries, keys and values are projections of one sequence.
+
+    Y = softmax(Q K^T / sqrt(d)) V with Q = X W_q^T, K = X W_k^T, V = X W_v^T (no biases).
+    forward(X (B, n, input_size), valid_lens None | (B,) | (B, n)) -> (B, n, num_hiddens);
+    keeps ``self.attention_weights`` (B, n, n). input_size None makes the projections lazy.
+    """
+
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, *, input_size: int | None = None):
+        super().__init__()
+        check_positive_int(num_hiddens=num_hiddens)
+        check_probability("dropout", dropout)
+        self.W_q = linear(input_size, num_hiddens)
+        self.W_k = linear(input_size, num_hiddens)
+        self.W_v = linear(input_size, num_hiddens)
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights = None
+
+    def forward(self, X, valid_lens=None):
+        check_tensor("X", X)
+        check_rank("X", X, 3, "(batch, n, input_size)")
+        check_in_features("X", X, self.W_q, "input_size")
+        Q, K, V = self.W_q(X), self.W_k(X), self.W_v(X)                  # (B, n, num_hiddens)
+        out, self.attention_weights = _attend(Q, K, V, padding_mask(valid_lens, Q, K),
+                                              dropout_p=dropout_p(self), need_weights=True)
+        return out

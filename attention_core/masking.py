@@ -1,81 +1,102 @@
-"""Masked softmax: attention over the valid keys only.
+"""Masks and the masked softmax: attention over the keys a query may see, and no others.
 
-Sequences in a batch have different lengths; the padded positions must get exactly zero
-weight. d2l fills them with -1e6, which overflows float16 and gives uniform weights to a
-query with no valid key at all. We fill with the dtype's most negative finite number and
-then zero the masked positions, so such a query gets all-zero weights and never a NaN.
+One mask convention everywhere: a boolean tensor, True where a query may attend to a key (the
+polarity of torch's ``scaled_dot_product_attention``), broadcastable against the scores
+(B, [h,] n_q, n_k). Valid lengths, d2l's way of describing padding, become such a mask in one
+place, ``valid_lens_to_mask``.
+
+Masked positions get exactly zero weight. d2l fills them with -1e6, which overflows float16
+and gives a query with no valid key *uniform* weights over the padding. We fill with the
+dtype's most negative finite number and then zero the masked positions, so such a query gets
+all-zero weights, a zero output, and never a NaN.
 """
 from __future__ import annotations
 
 import torch
 
-from ._checks import check_finite, check_rank, check_tensor
+from ._checks import check_rank, check_tensor
 
 
-def valid_lens_to_mask(valid_lens, n_keys: int, batch: int, n_queries: int,
-                       device: torch.device | None = None) -> torch.Tensor:
-    """Turn valid lengths into a boolean mask, True where a key may be attended to.
+def valid_lens_to_mask(valid_lens, n_queries: int, n_keys: int, *, batch: int | None = None,
+                       device=None) -> torch.Tensor:
+    """Valid lengths -> boolean mask, True where key j may be attended to (j < length).
 
-    valid_lens: (batch,) one length per sequence, or (batch, n_queries) one per query.
-    Returns (batch, 1, n_keys) or (batch, n_queries, n_keys); it broadcasts against scores
-    of shape (batch, n_queries, n_keys).
+    valid_lens: (B,) one length per sequence, or (B, n_q) one per query; a tensor or a list.
+    Returns (B, 1, n_k) or (B, n_q, n_k), which broadcasts against scores (B, n_q, n_k).
+    Lengths outside [0, n_k] act as if clipped to it. They are rejected when checking is free:
+    for Python lists, and for CPU tensors outside compiled code (reading a GPU tensor's values
+    would make the host wait for the device).
     """
-    lens = torch.as_tensor(valid_lens, device=device)
-    if lens.is_complex() or lens.dtype == torch.bool:
-        raise TypeError(f"valid_lens must hold integer lengths, got dtype {lens.dtype}")
+    given = valid_lens if isinstance(valid_lens, torch.Tensor) else torch.as_tensor(valid_lens)
+    if given.dtype == torch.bool or given.is_complex():
+        raise TypeError(f"valid_lens must hold lengths, got dtype {given.dtype}")
+    batch = given.shape[0] if batch is None and given.dim() else batch
+    if (given.dim() not in (1, 2) or given.shape[0] != batch
+            or (given.dim() == 2 and given.shape[1] != n_queries)):
+        raise ValueError(f"valid_lens of shape {tuple(given.shape)} must be ({batch},) or "
+                         f"({batch}, {n_queries}): one length per sequence or per query")
+    if given.device.type == "cpu" and not torch.compiler.is_compiling():  # free to read
+        bad = (given < 0) | (given > n_keys)
+        if given.is_floating_point():
+            bad |= given != given.floor()
+        if bool(bad.any()):
+            raise ValueError(f"valid_lens must be whole numbers in [0, {n_keys}] (the number of "
+                             f"keys), got {given.tolist()}")
+    lens = given if device is None else given.to(device)
     if lens.dim() == 1:
-        if lens.shape[0] != batch:
-            raise ValueError(f"valid_lens of shape {tuple(lens.shape)} must have one length per "
-                             f"batch element ({batch}), or be ({batch}, {n_queries})")
-        lens = lens[:, None]  # (batch, 1): the same length for every query
-    elif lens.dim() == 2:
-        if tuple(lens.shape) != (batch, n_queries):
-            raise ValueError(f"valid_lens of shape {tuple(lens.shape)} must be ({batch},) or "
-                             f"({batch}, {n_queries}) to match scores with batch {batch} and "
-                             f"{n_queries} queries")
-    else:
-        raise ValueError(f"valid_lens must be (batch,) or (batch, n_queries), got shape "
-                         f"{tuple(lens.shape)}")
-    if lens.is_floating_point() and bool((lens != lens.round()).any()):
-        raise ValueError(f"valid_lens must be whole numbers, got {lens.tolist()}")
-    if bool(((lens < 0) | (lens > n_keys)).any()):
-        raise ValueError(f"valid_lens must lie in [0, {n_keys}] (the number of keys), "
-                         f"got {lens.tolist()}")
-    positions = torch.arange(n_keys, device=lens.device)
-    return positions < lens[..., None]  # (batch, 1 or n_queries, n_keys)
+        lens = lens[:, None]  # (B, 1): the same length for every query
+    return torch.arange(n_keys, device=lens.device) < lens[..., None]  # (B, 1 or n_q, n_k)
 
 
-def softmax_where(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Softmax over the last axis, restricted to positions where ``mask`` is True.
-
-    Masked positions get exactly 0; a row with no True position gets all zeros.
-    ``scores`` may hold -inf, which counts as masked.
-    """
-    if mask is None:
-        mask = scores != float("-inf")
-    else:
-        mask = mask & (scores != float("-inf"))
-    lowest = torch.finfo(scores.dtype).min  # finite, so no inf - inf = NaN anywhere
-    weights = torch.softmax(scores.masked_fill(~mask, lowest), dim=-1)
-    return weights.masked_fill(~mask, 0.0)
+def causal_mask(n_queries: int, n_keys: int, device=None) -> torch.Tensor:
+    """(n_q, n_k) boolean mask, True where key j <= query i: no query sees a later position."""
+    return torch.ones(n_queries, n_keys, dtype=torch.bool, device=device).tril()
 
 
-def masked_softmax(scores: torch.Tensor, valid_lens=None) -> torch.Tensor:
-    """Softmax over the last axis of ``scores``, ignoring keys beyond each valid length.
+def with_head_dims(mask: torch.Tensor, rank: int) -> torch.Tensor:
+    """Insert singleton axes after the batch axis so a (B, n_q, n_k) mask has ``rank`` axes,
+    e.g. (B, 1, n_q, n_k) against scores (B, h, n_q, n_k)."""
+    return mask.reshape(mask.shape[0], *([1] * (rank - mask.dim())), *mask.shape[1:])
 
-    scores: (batch, n_queries, n_keys), or (batch, ..., n_queries, n_keys) for several heads.
-    valid_lens: None, (batch,) or (batch, n_queries); key j of a query is used iff j < length.
-    Returns weights of the same shape: rows sum to 1 over the valid keys and are exactly 0
-    beyond them; a query with valid length 0 gets all-zero weights.
+
+def masked_softmax(scores: torch.Tensor, valid_lens=None, *, mask=None) -> torch.Tensor:
+    """Softmax over the last axis of ``scores``, over the keys each query may attend to.
+
+    scores: (B, n_q, n_k), or (B, ..., n_q, n_k) for several heads; or any shape with ``mask``.
+    valid_lens: None, (B,) or (B, n_q): key j is used iff j < length.
+    mask: None or boolean, broadcastable to scores, True = may attend (combined with valid_lens).
+    Scores of -inf also count as masked. Returns weights of the shape of ``scores``: each row
+    sums to 1 over its usable keys and is exactly 0 elsewhere; a row with no usable key is all 0.
+    NaN scores propagate as in ``torch.softmax``.
     """
     check_tensor("scores", scores)
-    check_rank("scores", scores, range(3, 9), "(batch, n_queries, n_keys) or "
-               "(batch, ..., n_queries, n_keys)")
-    check_finite("scores", scores, allow_neg_inf=True)
+    if valid_lens is not None:
+        check_rank("scores", scores, range(3, 9), "(batch, n_queries, n_keys) or "
+                   "(batch, ..., n_queries, n_keys) when valid_lens is given")
+        lens_mask = valid_lens_to_mask(valid_lens, scores.shape[-2], scores.shape[-1],
+                                       batch=scores.shape[0], device=scores.device)
+        lens_mask = with_head_dims(lens_mask, scores.dim())
+        mask = lens_mask if mask is None else mask & lens_mask
+    if mask is not None and mask.dtype != torch.bool:
+        raise TypeError(f"mask must be boolean (True = may attend), got {mask.dtype}")
+    return softmax_over(scores, mask)
+
+
+def softmax_over(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The masked softmax itself, unchecked (callers have validated): zero where masked."""
+    usable = scores != float("-inf")
+    if mask is not None:
+        usable = usable & mask
+    lowest = torch.finfo(scores.dtype).min  # finite, so no inf - inf = NaN anywhere
+    weights = torch.softmax(scores.masked_fill(~usable, lowest), dim=-1)
+    return weights.masked_fill(~usable, 0.0)
+
+
+def padding_mask(valid_lens, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor | None:
+    """The mask of a layer's valid lengths, shaped for its scores: None when valid_lens is None,
+    else (B, 1 ..., 1 or n_q, n_k) on the queries' device, one singleton per head axis."""
     if valid_lens is None:
-        return softmax_where(scores, None)
-    batch, n_queries, n_keys = scores.shape[0], scores.shape[-2], scores.shape[-1]
-    mask = valid_lens_to_mask(valid_lens, n_keys, batch, n_queries, device=scores.device)
-    # insert singleton axes for any head dimensions between batch and queries
-    mask = mask.view(batch, *([1] * (scores.dim() - 3)), *mask.shape[1:])
-    return softmax_where(scores, mask)
+        return None
+    mask = valid_lens_to_mask(valid_lens, queries.shape[-2], keys.shape[-2],
+                              batch=queries.shape[0], device=queries.device)
+    return with_head_dims(mask, queries.dim())

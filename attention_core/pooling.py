@@ -15,8 +15,8 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_finite, check_positive, check_rank, check_same_device, check_tensor
-from .masking import softmax_where
+from ._checks import check_choice, check_positive, check_rank, check_same, check_tensor
+from .masking import masked_softmax
 
 
 def _gaussian(u):      # K(u) = exp(-u^2 / 2)
@@ -44,17 +44,25 @@ KERNELS = {"gaussian": _gaussian, "boxcar": _boxcar,
 def kernel_scores(x_query: torch.Tensor, x_train: torch.Tensor, kernel: str = "gaussian",
                   bandwidth=1.0) -> torch.Tensor:
     """Attention scores log K((x_query - x_train) / bandwidth): (n_queries, n_train)."""
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
     u = (x_query[:, None] - x_train[None, :]) / bandwidth  # (n_queries, n_train)
     return KERNELS[kernel](u)
 
 
-def _check_1d(**tensors):
-    for name, t in tensors.items():
+def check_pooling(x_train, y_train, x_query, kernel: str = "gaussian", bandwidth=1.0) -> None:
+    """Keys x_train and values y_train (n_train,), queries x_query (n_queries,), a known
+    kernel, and a positive bandwidth (a Python number; a tensor is checked for shape only)."""
+    for name, t in (("x_train", x_train), ("y_train", y_train), ("x_query", x_query)):
         check_tensor(name, t)
         check_rank(name, t, 1, "a 1-D tensor of scalars (n,)")
-    check_same_device(**tensors)
+    check_same("device", x_train=x_train, y_train=y_train, x_query=x_query)
+    if x_train.shape != y_train.shape:
+        raise ValueError(f"x_train and y_train must have the same shape, got "
+                         f"{tuple(x_train.shape)} and {tuple(y_train.shape)}")
+    check_choice("kernel", kernel, KERNELS)
+    if isinstance(bandwidth, torch.Tensor):
+        check_rank("bandwidth", bandwidth, 0, "a scalar tensor")
+    else:
+        check_positive("bandwidth", bandwidth)
 
 
 def nadaraya_watson(x_train: torch.Tensor, y_train: torch.Tensor, x_query: torch.Tensor,
@@ -68,19 +76,8 @@ def nadaraya_watson(x_train: torch.Tensor, y_train: torch.Tensor, x_query: torch
     sums to 1, except for a query that no key reaches (a boxcar or Epanechnikov kernel
     narrower than the gap to the nearest key), whose weights and prediction are 0.
     """
-    _check_1d(x_train=x_train, y_train=y_train, x_query=x_query)
-    if x_train.shape != y_train.shape:
-        raise ValueError(f"x_train and y_train must have the same shape, got "
-                         f"{tuple(x_train.shape)} and {tuple(y_train.shape)}")
-    if isinstance(bandwidth, torch.Tensor):
-        check_finite("bandwidth", bandwidth)
-        if bool((bandwidth <= 0).any()):
-            raise ValueError(f"bandwidth must be positive, got {bandwidth.tolist()}")
-    else:
-        check_positive("bandwidth", bandwidth)
-    for name, t in (("x_train", x_train), ("y_train", y_train), ("x_query", x_query)):
-        check_finite(name, t)
-    weights = softmax_where(kernel_scores(x_query, x_train, kernel, bandwidth), None)
+    check_pooling(x_train, y_train, x_query, kernel, bandwidth)
+    weights = masked_softmax(kernel_scores(x_query, x_train, kernel, bandwidth))
     return weights @ y_train, weights
 
 
@@ -105,17 +102,12 @@ class NWKernelRegression(nn.Module):
         return self.log_bandwidth.exp()
 
     def forward(self, x_query, x_train, y_train, exclude_self: bool = False):
-        _check_1d(x_query=x_query, x_train=x_train, y_train=y_train)
-        if x_train.shape != y_train.shape:
-            raise ValueError(f"x_train and y_train must have the same shape, got "
-                             f"{tuple(x_train.shape)} and {tuple(y_train.shape)}")
+        check_pooling(x_train, y_train, x_query)
+        if exclude_self and x_query.shape != x_train.shape:
+            raise ValueError(f"exclude_self needs the queries to be the training points, got "
+                             f"x_query {tuple(x_query.shape)} and x_train {tuple(x_train.shape)}")
         scores = kernel_scores(x_query, x_train, "gaussian", self.bandwidth.to(x_query.dtype))
-        mask = None
-        if exclude_self:
-            if x_query.shape != x_train.shape:
-                raise ValueError(f"exclude_self needs the queries to be the training points, got "
-                                 f"x_query {tuple(x_query.shape)} and x_train {tuple(x_train.shape)}")
-            n = x_train.shape[0]
-            mask = ~torch.eye(n, dtype=torch.bool, device=x_train.device)
-        self.attention_weights = softmax_where(scores, mask)
+        # leave-one-out: query i may not attend to key i
+        mask = ~torch.eye(len(x_train), dtype=torch.bool, device=x_train.device) if exclude_self else None
+        self.attention_weights = masked_softmax(scores, mask=mask)
         return self.attention_weights @ y_train

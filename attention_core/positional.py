@@ -1,7 +1,9 @@
-"""Sinusoidal positional encoding (Vaswani et al., 2017).
+"""Positions for an order-blind attention: sinusoidal, learned and rotary encodings.
 
-Self-attention is blind to order, so each position i gets a fixed vector P[i] added to its
-token's embedding: P[i, 2j] = sin(i / 10000^(2j/d)), P[i, 2j+1] = cos(i / 10000^(2j/d)).
+Self-attention is blind to order, so each position i gets a vector added to its token's
+embedding: the sinusoidal table of Vaswani et al. (2017), P[i, 2j] = sin(i * w_j),
+P[i, 2j+1] = cos(i * w_j) with angular frequencies w_j = 10000^(-2j/d), or learned vectors.
+Rotary embeddings (RoPE) rotate queries and keys instead of adding anything.
 """
 from __future__ import annotations
 
@@ -12,14 +14,17 @@ from ._checks import check_positive_int, check_probability, check_rank, check_si
 
 
 def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device=None):
-    """The table P: (max_len, num_hiddens). Columns 2j and 2j+1 share frequency 1/10000^(2j/d)."""
+    """The table P: (max_len, num_hiddens). Columns 2j and 2j+1 share the angular frequency
+    w_j = 10000^(-2j/d) (``frequencies``)."""
     check_positive_int(max_len=max_len, num_hiddens=num_hiddens)
     if not torch.empty(0, dtype=dtype).is_floating_point():
         raise TypeError(f"dtype must be a floating dtype, got {dtype}")
     positions = torch.arange(max_len, dtype=dtype, device=device).reshape(-1, 1)
-    freqs = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=dtype, device=device)
-                      / num_hiddens)
-    angles = positions / freqs  # (max_len, ceil(d / 2))
+    # 1 / w_j = 10000^(2j/d); dividing by it (rather than multiplying by w_j) keeps the
+    # table equal to d2l's bit for bit
+    inverse_frequencies = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=dtype,
+                                                        device=device) / num_hiddens)
+    angles = positions / inverse_frequencies  # i * w_j: (max_len, ceil(d / 2))
     P = torch.zeros(max_len, num_hiddens, dtype=dtype, device=device)
     P[:, 0::2] = torch.sin(angles)
     P[:, 1::2] = torch.cos(angles[:, : num_hiddens // 2])  # an odd d has one sine column more
@@ -29,11 +34,11 @@ def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device
 class AddedPositions(nn.Module):
     """Base of the encodings that add one vector per position: X + E[:n], then dropout.
 
-    forward(X (batch, n, num_hiddens)) -> same shape, for n <= max_len. A subclass says what
+    forward(X (B, n, num_hiddens)) -> same shape, for n <= max_len. A subclass says what
     the vectors are in ``position_vectors(n)`` -> (n, num_hiddens).
     """
 
-    def __init__(self, num_hiddens: int, max_len: int, dropout: float):
+    def __init__(self, num_hiddens: int, dropout: float, max_len: int):
         super().__init__()
         check_positive_int(num_hiddens=num_hiddens, max_len=max_len)
         check_probability("dropout", dropout)
@@ -56,12 +61,12 @@ class AddedPositions(nn.Module):
 class PositionalEncoding(AddedPositions):
     """Adds the sinusoidal table to its input, then applies dropout.
 
-    forward(X (batch, n, num_hiddens)) -> (batch, n, num_hiddens), with n <= max_len.
+    forward(X (B, n, num_hiddens)) -> (B, n, num_hiddens), with n <= max_len.
     The table is ``self.P`` (1, max_len, num_hiddens), a buffer that follows ``.to(device)``.
     """
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000):
-        super().__init__(num_hiddens, max_len, dropout)
+        super().__init__(num_hiddens, dropout, max_len)
         self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0),
                              persistent=False)
 
@@ -97,12 +102,12 @@ def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=
 class LearnedPositionalEncoding(AddedPositions):
     """Absolute positions as learned vectors (as in BERT and GPT-2): X + E[position].
 
-    forward(X (batch, n, num_hiddens)) -> same shape, n <= max_len. Unlike the sinusoidal
+    forward(X (B, n, num_hiddens)) -> same shape, n <= max_len. Unlike the sinusoidal
     table, nothing is defined beyond max_len: a longer input is an error.
     """
 
-    def __init__(self, num_hiddens: int, max_len: int = 512, dropout: float = 0.0):
-        super().__init__(num_hiddens, max_len, dropout)
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 512):
+        super().__init__(num_hiddens, dropout, max_len)
         self.embedding = nn.Embedding(max_len, num_hiddens)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
@@ -117,22 +122,25 @@ class RotaryEmbedding(nn.Module):
     i * theta_j, theta_j = base^(-2j/d). Since rotations compose, the score between a query at
     position i and a key at position j, (R_i q) · (R_j k) = q · R_{j-i} k, depends on the
     positions only through j - i.
-    forward(X (batch, ..., n, d), positions=None (n,)) -> same shape; d must be even.
+    forward(X (B, [h,] n, num_hiddens), positions=None (n,)) -> same shape; num_hiddens
+    (the size of each query or key vector, per head) must be even.
     """
 
-    def __init__(self, dim: int, base: float = 10000.0):
+    def __init__(self, num_hiddens: int, base: float = 10000.0):
         super().__init__()
-        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2 or dim % 2:
-            raise ValueError(f"dim must be a positive even int, got {dim!r}")
+        check_positive_int(num_hiddens=num_hiddens)
+        if num_hiddens % 2:
+            raise ValueError(f"num_hiddens must be even (pairs are rotated), got {num_hiddens}")
         if not base > 1:
             raise ValueError(f"base must be greater than 1, got {base}")
-        self.dim, self.base = dim, base
-        self.register_buffer("theta", frequencies(dim, base, dtype=torch.float32), persistent=False)
+        self.num_hiddens, self.base = num_hiddens, base
+        self.register_buffer("theta", frequencies(num_hiddens, base, dtype=torch.float32),
+                             persistent=False)
 
     def forward(self, X, positions=None):
         check_tensor("X", X)
-        check_rank("X", X, range(2, 9), "(..., n, dim)")
-        check_size("X", X, -1, self.dim, "dim")
+        check_rank("X", X, range(2, 9), "(..., n, num_hiddens)")
+        check_size("X", X, X.dim() - 1, self.num_hiddens, "num_hiddens")
         n = X.shape[-2]
         if positions is None:
             positions = torch.arange(n, device=X.device)

@@ -5,7 +5,8 @@ a (masked) softmax, and average the values with the weights. Only the first step
 between the classic attention mechanisms, so each is a small module here, and
 ``ScoredAttention`` does the other two steps for any of them.
 
-queries: (batch, n_queries, d_q), keys: (batch, n_keys, d_k) -> scores (batch, n_queries, n_keys)
+queries (B, n_q, d_q), keys (B, n_k, d_k) -> scores (B, n_q, n_k). Each class writes its
+formula in ``formula(queries, keys)``; ``forward`` validates the inputs first.
 """
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._checks import (check_rank, check_same_device, check_same_dtype,
-                      check_size, check_tensor)
+from ._checks import check_queries_keys, check_size
 
 
 def linear(in_features: int | None, out_features: int, bias: bool = False) -> nn.Module:
@@ -24,22 +24,6 @@ def linear(in_features: int | None, out_features: int, bias: bool = False) -> nn
     if in_features is None:
         return nn.LazyLinear(out_features, bias=bias)
     return nn.Linear(in_features, out_features, bias=bias)
-
-
-def check_queries_keys(queries, keys, *, same_size: bool, why: str = "") -> None:
-    """Validate queries (batch, n_queries, d_q) and keys (batch, n_keys, d_k) together.
-
-    same_size: also require d_q == d_k; ``why`` is added to that error message.
-    """
-    for name, t, layout in (("queries", queries, "(batch, n_queries, d_q)"),
-                            ("keys", keys, "(batch, n_keys, d_k)")):
-        check_tensor(name, t)
-        check_rank(name, t, 3, layout)
-    check_same_device(queries=queries, keys=keys)
-    check_same_dtype(queries=queries, keys=keys)
-    check_size("keys", keys, 0, queries.shape[0], "the batch size of queries")
-    if same_size:
-        check_size("keys", keys, 2, queries.shape[2], "the feature size of queries" + why)
 
 
 def _in_features(layer: nn.Module) -> int | None:
@@ -50,6 +34,14 @@ class ScoreFunction(nn.Module):
     """Base class. ``needs_same_size``: the score is only defined when d_q == d_k."""
 
     needs_same_size = False
+
+    def forward(self, queries, keys):
+        self.check(queries, keys)
+        return self.formula(queries, keys)
+
+    def formula(self, queries, keys):
+        """The score itself, (B, n_q, d_q), (B, n_k, d_k) -> (B, n_q, n_k); inputs unchecked."""
+        raise NotImplementedError
 
     def expected_sizes(self):
         """(d_q, d_k) fixed by this score's parameters; None where any size works."""
@@ -70,8 +62,7 @@ class DotScore(ScoreFunction):
 
     needs_same_size = True
 
-    def forward(self, queries, keys):
-        self.check(queries, keys)
+    def formula(self, queries, keys):
         return queries @ keys.transpose(1, 2)
 
 
@@ -80,8 +71,7 @@ class ScaledDotScore(ScoreFunction):
 
     needs_same_size = True
 
-    def forward(self, queries, keys):
-        self.check(queries, keys)
+    def formula(self, queries, keys):
         return queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
 
 
@@ -96,8 +86,7 @@ class CosineScore(ScoreFunction):
             raise ValueError(f"scale must be positive, got {scale}")
         self.scale = scale
 
-    def forward(self, queries, keys):
-        self.check(queries, keys)
+    def formula(self, queries, keys):
         return self.scale * F.normalize(queries, dim=-1) @ F.normalize(keys, dim=-1).transpose(1, 2)
 
 
@@ -111,9 +100,8 @@ class GeneralScore(ScoreFunction):
     def expected_sizes(self):
         return self.W.out_features, self.W.in_features
 
-    def forward(self, queries, keys):
-        self.check(queries, keys)
-        return queries @ self.W(keys).transpose(1, 2)  # (batch, n_q, d_q) @ (batch, d_q, n_k)
+    def formula(self, queries, keys):
+        return queries @ self.W(keys).transpose(1, 2)  # (B, n_q, d_q) @ (B, d_q, n_k)
 
 
 class ConcatScore(ScoreFunction):
@@ -132,31 +120,30 @@ class ConcatScore(ScoreFunction):
     def expected_sizes(self):
         return self.query_size, self.w.in_features - self.query_size
 
-    def forward(self, queries, keys):
-        self.check(queries, keys)
+    def formula(self, queries, keys):
         w_q, w_k = self.w.weight[0, : self.query_size], self.w.weight[0, self.query_size:]
-        # [q; k] for every pair without building it: (batch, n_q, 1) + (batch, 1, n_k)
+        # [q; k] for every pair without building it: (B, n_q, 1) + (B, 1, n_k)
         return (queries @ w_q)[:, :, None] + (keys @ w_k)[:, None, :]
 
 
 def additive_scores(W_q: nn.Module, W_k: nn.Module, w_v: nn.Module, queries, keys,
                     projected_keys=None):
-    """w_v^T tanh(W_q q + W_k k) for every (query, key) pair: (batch, n_q, n_k).
+    """w_v^T tanh(W_q q + W_k k) for every (query, key) pair: (B, n_q, n_k).
 
     projected_keys: W_k(keys), for a caller that attends to the same keys many times (a
     decoder, once per output step) and projects them once.
     """
-    queries = W_q(queries)  # (batch, n_q, h)
-    keys = W_k(keys) if projected_keys is None else projected_keys  # (batch, n_k, h)
-    # every query meets every key: (batch, n_q, 1, h) + (batch, 1, n_k, h)
+    queries = W_q(queries)                                           # (B, n_q, d_a)
+    keys = W_k(keys) if projected_keys is None else projected_keys   # (B, n_k, d_a)
+    # every query meets every key: (B, n_q, 1, d_a) + (B, 1, n_k, d_a)
     features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))
     return w_v(features).squeeze(-1)
 
 
 class AdditiveScore(ScoreFunction):
-    """w_v^T tanh(W_q q + W_k k): a one-hidden-layer MLP on the pair; any d_q, d_k."""
+    """w_v^T tanh(W_q q + W_k k): a one-hidden-layer MLP (d_a = num_hiddens) on the pair."""
 
-    def __init__(self, num_hiddens: int, query_size: int | None = None,
+    def __init__(self, num_hiddens: int, *, query_size: int | None = None,
                  key_size: int | None = None):
         super().__init__()
         self.W_q = linear(query_size, num_hiddens)
@@ -166,8 +153,7 @@ class AdditiveScore(ScoreFunction):
     def expected_sizes(self):
         return _in_features(self.W_q), _in_features(self.W_k)
 
-    def forward(self, queries, keys):
-        self.check(queries, keys)
+    def formula(self, queries, keys):
         return additive_scores(self.W_q, self.W_k, self.w_v, queries, keys)
 
 

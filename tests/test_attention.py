@@ -1,7 +1,12 @@
+import math
+
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from attention_core import AdditiveAttention, DotProductAttention, MultiHeadAttention
+from attention_core import (BACKENDS, AdditiveAttention, DotProductAttention, MultiHeadAttention,
+                            SelfAttention, attend, causal_mask)
 
 
 def qkv(batch=2, n_q=3, n_k=5, d_q=4, d_k=4, d_v=6, device="cpu", dtype=torch.float32):
@@ -95,18 +100,20 @@ def test_dropout_only_in_training():
 
 @pytest.mark.parametrize("call, err, words", [
     (lambda a: a(torch.randn(2, 3), torch.randn(2, 3, 4), torch.randn(2, 3, 4)), ValueError,
-     "queries must be (batch, n_queries, d_q), got shape (2, 3)"),
+     "queries must be (batch, [heads,] n_queries, d_q), got shape (2, 3)"),
     (lambda a: a(torch.randn(2, 3, 4), torch.randn(3, 5, 4), torch.randn(3, 5, 6)), ValueError,
      "keys has size 3 in dimension 0"),
     (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 4, 6)), ValueError,
      "values has size 4 in dimension 1"),
     (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 5, 3), torch.randn(2, 5, 6)), ValueError,
      "keys has size 3 in dimension 2"),
-    (lambda a: a(*qkv(), torch.tensor([1, 9])), ValueError, "valid_lens must lie in [0, 5]"),
+    (lambda a: a(*qkv(), torch.tensor([1, 9])), ValueError, "valid_lens must be whole numbers in [0, 5]"),
     (lambda a: a(torch.ones(2, 3, 4, dtype=torch.long), torch.randn(2, 5, 4), torch.randn(2, 5, 6)),
      TypeError, "queries must have a floating dtype"),
     (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 5, 4).double(), torch.randn(2, 5, 6)),
      ValueError, "share one dtype"),
+    (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 4, 5, 4), torch.randn(2, 4, 5, 6)), ValueError,
+     "must have the rank of queries"),
 ])
 def test_dot_product_bad_input(call, err, words):
     with pytest.raises(err) as info:
@@ -129,7 +136,7 @@ def test_constructor_bad_input():
                                   lambda: MultiHeadAttention(8, 2)])
 @pytest.mark.parametrize("args, err, words", [
     ((torch.randn(2, 3, 4), torch.randn(2, 5), torch.randn(2, 5, 6)), ValueError,
-     "keys must be (batch, n_keys, d_k), got shape (2, 5)"),
+     "keys must be (batch, "),
     ((torch.randn(2, 3, 4), torch.randn(2, 5, 4), "values"), TypeError,
      "values must be a torch.Tensor, got str"),
     ((torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 6, 6)), ValueError,
@@ -139,3 +146,96 @@ def test_every_attention_names_the_bad_argument(make, args, err, words):
     with pytest.raises(err) as info:
         make()(*args)
     assert words in str(info.value)
+
+
+def test_self_attention_is_attention_over_its_own_projections():
+    torch.manual_seed(0)
+    sa = SelfAttention(6, input_size=4)
+    X = torch.randn(2, 5, 4)
+    Y = sa(X, torch.tensor([5, 3]))
+    Q, K, V = sa.W_q(X), sa.W_k(X), sa.W_v(X)
+    w = torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(6), -1)
+    torch.testing.assert_close(Y[0], w[0] @ V[0])
+    assert Y.shape == (2, 5, 6) and torch.all(sa.attention_weights[1, :, 3:] == 0)
+
+
+def test_self_attention_is_permutation_equivariant():
+    sa = SelfAttention(8, input_size=8)
+    X, perm = torch.randn(2, 9, 8), torch.randperm(9)
+    torch.testing.assert_close(sa(X[:, perm]), sa(X)[:, perm])
+
+
+def test_self_attention_bad_input():
+    with pytest.raises(ValueError, match=r"X must be \(batch, n, input_size\)"):
+        SelfAttention(4, input_size=4)(torch.randn(5, 4))
+    with pytest.raises(ValueError, match="input_size is 4"):
+        SelfAttention(4, input_size=4)(torch.randn(1, 5, 3))
+    with pytest.raises(ValueError, match="num_hiddens must be a positive int"):
+        SelfAttention(0)
+
+
+# ---- the core: attend -------------------------------------------------------------------
+def reference(q, k, v, mask=None, is_causal=False):
+    """Attention written from its definition, one query at a time, in float64."""
+    q, k, v = q.double(), k.double(), v.double()
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    allowed = torch.ones_like(scores, dtype=torch.bool)
+    if mask is not None:
+        allowed = allowed & mask
+    if is_causal:
+        allowed = allowed & causal_mask(scores.shape[-2], scores.shape[-1])
+    w = torch.where(allowed, scores.exp(), torch.zeros_like(scores))
+    w = w / w.sum(-1, keepdim=True).clamp_min(1e-300)
+    return w @ v, w
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_every_backend_equals_the_definition(backend, is_causal, device):
+    q, k, v = (torch.randn(2, 3, n, 8, device=device) for n in (6, 6, 6))
+    mask = torch.rand(2, 1, 6, 6, device=device) > 0.3
+    mask[0, 0, 2] = False  # a query with no key at all: zero output, not NaN
+    out, weights = attend(q, k, v, mask, is_causal=is_causal, backend=backend,
+                          need_weights=backend == "math")
+    ref_out, ref_w = reference(q.cpu(), k.cpu(), v.cpu(), mask.cpu(), is_causal)
+    torch.testing.assert_close(out.cpu().double(), ref_out, atol=1e-5, rtol=1e-5)
+    assert torch.all(out[0, :, 2] == 0)
+    if weights is not None:
+        torch.testing.assert_close(weights.cpu().double(), ref_w, atol=1e-6, rtol=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 3), heads=st.integers(0, 3), n_q=st.integers(1, 7), n_k=st.integers(1, 7),
+       d=st.integers(1, 9), causal=st.booleans(), data=st.data())
+def test_property_fused_equals_step_by_step(batch, heads, n_q, n_k, d, causal, data):
+    head_dims = (heads,) if heads else ()
+    q = torch.randn(batch, *head_dims, n_q, d)
+    k, v = torch.randn(batch, *head_dims, n_k, d), torch.randn(batch, *head_dims, n_k, 3)
+    lens = data.draw(st.lists(st.integers(0, n_k), min_size=batch, max_size=batch))
+    mask = (torch.arange(n_k) < torch.tensor(lens)[:, None]).reshape(batch, *([1] * len(head_dims)), 1, n_k)
+    fused, none = attend(q, k, v, mask, is_causal=causal)
+    step, weights = attend(q, k, v, mask, is_causal=causal, need_weights=True)
+    assert none is None and weights.shape == (batch, *head_dims, n_q, n_k)
+    torch.testing.assert_close(fused, step, atol=1e-5, rtol=1e-5)
+
+
+def test_custom_score_and_scale():
+    q, k, v = torch.randn(1, 2, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 5)
+    out, w = attend(q, k, v, score=lambda q, k: q @ k.transpose(1, 2))  # unscaled dot
+    torch.testing.assert_close(w, torch.softmax(q @ k.transpose(1, 2), -1))
+    out2, _ = attend(q, k, v, scale=1.0, need_weights=True)
+    torch.testing.assert_close(out, out2)
+
+
+def test_attend_bad_input():
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 4\) does not broadcast"):
+        attend(q, k, v, torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="mask must be boolean"):
+        attend(q, k, v, torch.ones(2, 1, 5))
+    with pytest.raises(ValueError, match="backend must be one of"):
+        attend(q, k, v, backend="flash")
+    with pytest.raises(ValueError, match="need_weights and score need backend='math'"):
+        attend(q, k, v, backend="sdpa", need_weights=True)
+    with pytest.raises(ValueError, match="dropout_p must be in"):
+        attend(q, k, v, dropout_p=1.0)

@@ -109,11 +109,26 @@ def test_learned_positions():
 def test_positional_extras_bad_input():
     with pytest.raises(ValueError, match="must be even"):
         rotation_matrix(1, 5)
-    with pytest.raises(ValueError, match="dim must be a positive even int"):
+    with pytest.raises(ValueError, match="num_hiddens must be even"):
         RotaryEmbedding(7)
-    with pytest.raises(ValueError, match="dim is 8"):
+    with pytest.raises(ValueError, match="num_hiddens is 8"):
         RotaryEmbedding(8)(torch.randn(2, 3, 6))
     with pytest.raises(ValueError, match=r"positions must be \(3,\)"):
         RotaryEmbedding(8)(torch.randn(2, 3, 8), positions=torch.arange(4))
     with pytest.raises(ValueError, match="max_len must be a positive int"):
         LearnedPositionalEncoding(4, max_len=0)
+
+
+def test_learned_and_sinusoidal_take_arguments_in_one_order():
+    """num_hiddens, dropout, max_len for both (issue: LearnedPositionalEncoding(32, 0.1) raised)."""
+    for cls in (PositionalEncoding, LearnedPositionalEncoding):
+        pe = cls(32, 0.1, 64)
+        assert pe.dropout.p == 0.1 and pe.max_len == 64
+
+
+def test_table_frequencies_are_the_frequencies():
+    """Column pair j of the table oscillates at frequencies()[j] (radians per position)."""
+    P = sinusoidal_table(50, 12, dtype=torch.float64)
+    i = torch.arange(50, dtype=torch.float64)[:, None]
+    torch.testing.assert_close(P[:, 0::2], torch.sin(i * frequencies(12)))
+    torch.testing.assert_close(P[:, 1::2], torch.cos(i * frequencies(12)))

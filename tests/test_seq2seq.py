@@ -1,142 +1,39 @@
-import datetime
-import random
+"""Seq2seq models and the decoding module: shapes, padding, decoder states, greedy and beam
+search (checked against exhaustive search), and the log-probability of a sequence."""
+import dataclasses
+import itertools
+import math
 
 import pytest
 import torch
+from torch import nn
 
-from attention_core.corpus import (Pair, chinese_number, date_pair, english_number, make_corpus,
-                                   make_length_test, make_splits, number_pair, random_pair)
-from attention_core.metrics import alignment_accuracy, bleu, exact_match
-from attention_core.seq2seq import (AttentionDecoder, PlainDecoder, beam_search, decoder_input,
-                                    greedy_decode, make_model, sequence_log_prob)
-from attention_core.text import TranslationData, Vocab, pad_batch, read_tsv_pairs
-from attention_core.train import masked_cross_entropy, train_seq2seq
+from attention_core.decoding import (DecoderState, beam_search, decoder_input, greedy_decode,
+                                     sequence_log_prob)
+from attention_core.seq2seq import AttentionDecoder, AttentionState, PlainDecoder, make_model
+from attention_core.worlds.translation import TranslationData, make_splits, train_seq2seq
 
 
-def zh(n):
-    return "".join(c for c, _ in chinese_number(n))
+@pytest.fixture(scope="module")
+def tiny():
+    train, _, _ = make_splits(300, 10, 10, torch.Generator().manual_seed(0), max_items=1)
+    return train, TranslationData(train)
 
 
-def en(n):
-    return " ".join(w for w, _ in english_number(n))
-
-
-@pytest.mark.parametrize("n, english, chinese", [
-    (412305, "four hundred and twelve thousand , three hundred and five", "四十一万二千三百零五"),
-    (100005, "one hundred thousand and five", "十万零五"),
-    (100500, "one hundred thousand , five hundred", "十万零五百"),
-    (110000, "one hundred and ten thousand", "十一万"),
-    (1010, "one thousand and ten", "一千零一十"),
-    (10010, "ten thousand and ten", "一万零一十"),
-    (15, "fifteen", "十五"),
-    (115, "one hundred and fifteen", "一百一十五"),
-    (80001, "eighty thousand and one", "八万零一"),
-    (999999, "nine hundred and ninety nine thousand , nine hundred and ninety nine", "九十九万九千九百九十九"),
-])
-def test_numbers_in_both_languages(n, english, chinese):
-    assert en(n) == english and zh(n) == chinese
-
-
-def test_number_alignment_by_hand():
-    p = number_pair(412305)
-    src = p.source  # four hundred and twelve thousand , three hundred and five
-    words = [{src[i] for i in a} for a in p.alignment]
-    assert p.target == list("四十一万二千三百零五")
-    assert words == [{"four", "hundred"}, {"four", "hundred"}, {"twelve"}, {"twelve", "thousand"},
-                     {"twelve"}, {"twelve"}, {"three", "hundred"}, {"three", "hundred"},
-                     {"and", "five"}, {"five"}]
-
-
-def test_date_alignment_and_reordering_by_hand():
-    p = date_pair(datetime.date(2021, 3, 3), day_first=True)
-    assert p.source == ["the", "3rd", "of", "march", ",", "2021"]
-    assert p.target == ["2021", "年", "3", "月", "3", "日"]
-    assert p.alignment == [{5}, {5}, {3}, {3}, {1}, {1}]
-    q = date_pair(datetime.date(1999, 12, 22), day_first=False, offset=4)
-    assert q.source == ["december", "22nd", ",", "1999"] and q.alignment[0] == {7}
-
-
-def test_sentences_join_items_and_every_alignment_points_into_the_source():
-    for seed in range(30):
-        p = random_pair(random.Random(seed), 3)
-        assert p.source.count(";") == 2 and p.target.count("；") == 2
-        assert len(p.alignment) == len(p.target)
-        assert all(a and all(0 <= i < len(p.source) for i in a) for a in p.alignment)
-        for t, a in zip(p.target, p.alignment):
-            if t == "；":
-                assert [p.source[i] for i in a] == [";"]
-
-
-def test_corpus_is_deterministic_distinct_and_split_without_overlap():
-    a, b = make_corpus(300, seed=5), make_corpus(300, seed=5)
-    assert [p.source for p in a] == [p.source for p in b]
-    assert len({" ".join(p.source) for p in a}) == 300
-    train, valid, test = make_splits(200, 50, 50, seed=1)
-    keys = [{" ".join(p.source) for p in s} for s in (train, valid, test)]
-    assert not (keys[0] & keys[1] or keys[0] & keys[2] or keys[1] & keys[2])
-    lt = make_length_test(per_items=20, exclude=[p.source for p in train])
-    assert [p.source.count(";") + 1 for p in lt] == [k for k in range(1, 5) for _ in range(20)]
-    assert not {" ".join(p.source) for p in lt} & keys[0]
-
-
-def test_corpus_bad_input():
-    with pytest.raises(ValueError, match=r"n must be in \[1, 10\^6\)"):
-        english_number(10**6)
-    with pytest.raises(ValueError, match="positive"):
-        make_corpus(0)
-    with pytest.raises(ValueError, match="alignment has 1 entries for 2 target tokens"):
-        Pair(["a"], ["x", "y"], [{0}])
-
-
-def test_vocab_and_padding():
-    vocab = Vocab([["b", "a", "a"], ["c"]])
-    assert vocab.itos[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"] and vocab.itos[4] == "a"
-    assert vocab["zzz"] == vocab.stoi["<unk>"]
-    tokens, lens = pad_batch([vocab.encode(["a"]), vocab.encode(["b", "c"])], vocab, add_bos=True)
-    assert lens.tolist() == [3, 4] and tokens[0, 3] == vocab.pad
-    assert vocab.decode(tokens[1].tolist()) == ["b", "c"]
-
-
-def test_tsv_loader(tmp_path):
-    path = tmp_path / "fra.txt"
-    path.write_text("Go.\tVa !\tCC-BY 2.0 (France) Attribution\n"
-                    "I'm OK.\tÇa va.\tCC-BY\n\n"
-                    "Hello, world!\tBonjour\u202fle monde !\tx\n", encoding="utf-8")
-    pairs = read_tsv_pairs(path)
-    assert pairs == [(["go", "."], ["va", "!"]), (["i'm", "ok", "."], ["ça", "va", "."]),
-                     (["hello", ",", "world", "!"], ["bonjour", "le", "monde", "!"])]
-    data = TranslationData(pairs)
-    src, src_lens, tgt, tgt_lens = data.tensors(pairs)
-    assert src.shape == (3, 5) and src_lens.tolist() == [3, 4, 5]
-    assert read_tsv_pairs(path, max_pairs=1) == pairs[:1]
-    (tmp_path / "bad.txt").write_text("no tab here\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="bad.txt:1: expected 'source<TAB>target'"):
-        read_tsv_pairs(tmp_path / "bad.txt")
+@pytest.fixture(scope="module")
+def trained(tiny):
+    train, data = tiny
+    torch.manual_seed(0)
+    model = make_model("attention", len(data.src_vocab), len(data.tgt_vocab), num_hiddens=32,
+                       embed_size=16)
+    train_seq2seq(model, data, train, epochs=10, batch_size=32, lr=0.01,
+                  generator=torch.Generator().manual_seed(0), progress=False)
+    return model
 
 
 def test_decoder_input_is_bos_then_the_target_shifted_right():
     tgt = torch.tensor([[5, 6, 2, 0], [7, 2, 0, 0]])  # ... <eos>=2, <pad>=0
     assert decoder_input(tgt, bos=1).tolist() == [[1, 5, 6, 2], [1, 7, 2, 0]]
-
-
-def test_masked_loss_ignores_padding():
-    logits = torch.randn(2, 4, 6)
-    targets = torch.randint(6, (2, 4))
-    lens = torch.tensor([2, 4])
-    changed = logits.clone()
-    changed[0, 2:] = 100.0  # anything at padded positions
-    assert masked_cross_entropy(logits, targets, lens) == masked_cross_entropy(changed, targets, lens)
-    full = torch.nn.functional.cross_entropy(logits[1], targets[1])
-    first = torch.nn.functional.cross_entropy(logits[0, :2], targets[0, :2])
-    torch.testing.assert_close(masked_cross_entropy(logits, targets, lens), (4 * full + 2 * first) / 6)
-    with pytest.raises(ValueError, match="must agree"):
-        masked_cross_entropy(logits, targets[:, :3], lens)
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    train, _, _ = make_splits(300, 10, 10, seed=0, max_items=1)
-    return train, TranslationData(train)
 
 
 @pytest.mark.parametrize("kind, decoder", [("plain", PlainDecoder), ("attention", AttentionDecoder)])
@@ -146,7 +43,8 @@ def test_decoder_shapes_and_padding_invariance(tiny, kind, decoder):
     model = make_model(kind, len(data.src_vocab), len(data.tgt_vocab), num_hiddens=16, embed_size=8)
     assert isinstance(model.decoder, decoder)
     src, src_lens, tgt, _ = data.tensors(train[:3])
-    logits, weights = model(src, src_lens, tgt)
+    logits = model(src, tgt, src_lens)
+    weights = model.decoder.attention_weights
     assert logits.shape == (3, tgt.shape[1], len(data.tgt_vocab))
     if kind == "attention":
         assert weights.shape == (3, tgt.shape[1], src.shape[1])
@@ -156,48 +54,142 @@ def test_decoder_shapes_and_padding_invariance(tiny, kind, decoder):
         assert weights is None
     # extra padding changes nothing: the encoder state is taken at the last valid token
     padded = torch.cat([src, torch.full((3, 4), data.src_vocab.pad)], 1)
-    torch.testing.assert_close(model(padded, src_lens, tgt)[0], logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model(padded, tgt, src_lens), logits, atol=1e-5, rtol=1e-5)
 
 
-def test_training_greedy_and_beam_decoding(tiny):
+def test_step_by_step_decoding_equals_teacher_forcing(tiny):
+    """Feeding the target one token at a time through the state gives the same logits."""
     train, data = tiny
     torch.manual_seed(0)
-    model = make_model("attention", len(data.src_vocab), len(data.tgt_vocab), num_hiddens=32, embed_size=16)
-    history = train_seq2seq(model, data, train, epochs=10, batch_size=32, lr=0.01, progress=False)
-    assert history[-1] < history[0] / 2
-    src, src_lens, tgt, _ = data.tensors(train[:8])
-    tokens, weights = greedy_decode(model, src, src_lens, data.tgt_vocab.bos, data.tgt_vocab.eos, 12)
+    model = make_model("attention", len(data.src_vocab), len(data.tgt_vocab), num_hiddens=16,
+                       embed_size=8).eval()
+    src, src_lens, tgt, _ = data.tensors(train[:4])
+    tokens = decoder_input(tgt, data.tgt_vocab.bos)
+    full = model(src, tokens, src_lens)
+    state = model.decoder.init_state(model.encoder(src, src_lens), src_lens)
+    steps = []
+    for t in range(tokens.shape[1]):
+        logits, state = model.decoder(tokens[:, t:t + 1], state)
+        steps.append(logits)
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_state_reorders_rows_on_the_right_axis():
+    state = AttentionState(hidden=torch.arange(12.0).reshape(2, 3, 2),          # (layers, B, d)
+                           enc_outputs=torch.arange(3.0)[:, None, None].expand(3, 4, 2),
+                           projected_keys=torch.zeros(3, 4, 5), valid_lens=torch.tensor([4, 2, 3]))
+    picked = state.reorder(torch.tensor([2, 2, 0]))
+    assert picked.hidden.shape == (2, 3, 2) and picked.hidden[0, :, 0].tolist() == [4.0, 4.0, 0.0]
+    assert picked.enc_outputs[:, 0, 0].tolist() == [2.0, 2.0, 0.0]
+    assert picked.valid_lens.tolist() == [3, 3, 4]
+
+    @dataclasses.dataclass
+    class Cached(DecoderState):
+        cache: list
+        step: int
+    c = Cached(cache=[(torch.arange(3), torch.arange(3) * 10)], step=7).reorder(torch.tensor([1]))
+    assert c.cache[0][0].tolist() == [1] and c.cache[0][1].tolist() == [10] and c.step == 7
+
+
+def test_decoding_restores_the_mode_and_records_no_gradient(tiny, trained):
+    train, data = tiny
+    src, src_lens, _, _ = data.tensors(train[:2])
+    trained.train()
+    tokens, weights = greedy_decode(trained, src, src_lens, data.tgt_vocab.bos, data.tgt_vocab.eos, 12)
+    assert trained.training and not weights.requires_grad
+    trained.eval()
+    beam_search(trained, src[:1], src_lens[:1], data.tgt_vocab.bos, data.tgt_vocab.eos, max_len=12)
+    assert not trained.training
+
+
+def test_greedy_and_beam_decoding(tiny, trained):
+    train, data = tiny
+    vocab = data.tgt_vocab
+    src, src_lens, _, _ = data.tensors(train[:8])
+    tokens, weights = greedy_decode(trained, src, src_lens, vocab.bos, vocab.eos, 12)
     assert tokens.shape[0] == 8 and weights.shape[:2] == tokens.shape
     torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:2]))
-    best, score = beam_search(model, src[:1], src_lens[:1], data.tgt_vocab.bos, data.tgt_vocab.eos,
-                              beam_size=3, max_len=12)
-    assert score <= 0 and data.tgt_vocab.eos not in best
-    greedy = data.tgt_vocab.decode(tokens[0].tolist())
-    one, _ = beam_search(model, src[:1], src_lens[:1], data.tgt_vocab.bos, data.tgt_vocab.eos,
-                         beam_size=1, max_len=12)
-    assert data.tgt_vocab.decode(one) == greedy  # a beam of one is greedy decoding
-    # beam search never settles for a less probable translation than greedy decoding
-    vocab = data.tgt_vocab
     for i in range(8):
-        beam, _ = beam_search(model, src[i:i + 1], src_lens[i:i + 1], vocab.bos, vocab.eos, 4, 12)
-        greedy = vocab.encode(vocab.decode(tokens[i].tolist()))
-        lp = [sequence_log_prob(model, src[i:i + 1], src_lens[i:i + 1], torch.tensor([t]),
-                                vocab.bos, vocab.eos).item() for t in (beam, greedy)]
-        assert lp[0] >= lp[1] - 1e-5
-    with pytest.raises(ValueError, match="beam_size must be positive"):
-        beam_search(model, src[:1], src_lens[:1], 1, 2, beam_size=0)
+        one, lp = beam_search(trained, src[i:i + 1], src_lens[i:i + 1], vocab.bos, vocab.eos,
+                              beam_size=1, max_len=12)
+        greedy = vocab.decode(tokens[i].tolist())
+        assert vocab.decode(one) == greedy  # a beam of one is greedy decoding
+        check = sequence_log_prob(trained, src[i:i + 1], src_lens[i:i + 1],
+                                  torch.tensor([one]), vocab.bos, vocab.eos).item()
+        assert lp == pytest.approx(check, abs=1e-4)  # the reported log-probability is the model's
+    best, lp = beam_search(trained, src[:1], src_lens[:1], vocab.bos, vocab.eos, beam_size=3, max_len=12)
+    assert lp <= 0 and vocab.eos not in best
+    with pytest.raises(ValueError, match="beam_size must be a positive int"):
+        beam_search(trained, src[:1], src_lens[:1], 1, 2, beam_size=0)
     with pytest.raises(ValueError, match=r"src must be \(1, n_src\)"):
-        beam_search(model, src, src_lens, 1, 2)
+        beam_search(trained, src, src_lens, 1, 2)
+    with pytest.raises(ValueError, match="src_valid_lens must be"):
+        greedy_decode(trained, src, src_lens[:3], 1, 2)
 
 
-def test_metrics():
-    refs = [["2021", "年"], ["十", "五"]]
-    assert exact_match([["2021", "年"], ["十"]], refs) == 0.5
-    long = [["2021", "年", "3", "月", "3", "日"], list("四十一万二千三百零五")]
-    assert bleu(long, long) == pytest.approx(100)
-    assert 0 < bleu([long[0], list("四十一万二千三百零六")], long) < 100
-    weights = torch.zeros(2, 3, 4)
-    weights[0, 0, 1] = weights[0, 1, 2] = weights[1, 0, 3] = 1
-    assert alignment_accuracy(weights, [[{1}, {0}], [{3}]]) == pytest.approx(2 / 3)
-    with pytest.raises(ValueError, match="2 predictions for 1 references"):
-        exact_match(refs, refs[:1])
+@dataclasses.dataclass
+class Nothing(DecoderState):
+    pass
+
+
+class MarkovDecoder(nn.Module):
+    """A decoder whose next-token distribution depends only on the last token: P[last]."""
+
+    def __init__(self, log_probs):
+        super().__init__()
+        self.log_probs = log_probs
+
+    def init_state(self, enc_outputs, src_valid_lens):
+        return Nothing()
+
+    def forward(self, tokens, state):
+        return self.log_probs[tokens], state
+
+
+class MarkovModel(nn.Module):
+    def __init__(self, log_probs):
+        super().__init__()
+        self.encoder = lambda src, lens: None
+        self.decoder = MarkovDecoder(log_probs)
+
+
+def best_by_search(log_probs, bos, eos, max_len, alpha):
+    """Exhaustive search: the best finished sequence by log P / (len + 1)^alpha."""
+    others = [t for t in range(log_probs.shape[0]) if t != eos]
+    best = None
+    for n in range(max_len):
+        for seq in itertools.product(others, repeat=n):
+            path = [bos, *seq]
+            lp = sum(log_probs[a, b].item() for a, b in zip(path, [*seq, eos]))
+            score = lp / (n + 1) ** alpha
+            if best is None or score > best[0]:
+                best = (score, list(seq))
+    return best[1]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.7, 1.0])
+@pytest.mark.parametrize("seed", range(6))
+def test_beam_search_with_a_wide_beam_is_exhaustive_search(alpha, seed):
+    """With room for every hypothesis, beam search must return the best sequence under its
+    own ranking: so its stopping rule never cuts off a better, longer output."""
+    gen = torch.Generator().manual_seed(seed)
+    log_probs = torch.log_softmax(torch.randn(5, 5, generator=gen) * 2, -1)  # 0 pad 1 bos 2 eos
+    model = MarkovModel(log_probs)
+    src = torch.zeros(1, 1, dtype=torch.long)
+    tokens, _ = beam_search(model, src, [1], bos=1, eos=2, beam_size=500, max_len=5,
+                            length_penalty=alpha)
+    assert tokens == best_by_search(log_probs, 1, 2, 5, alpha)
+
+
+def test_beam_search_can_beat_greedy():
+    """Greedy takes the likelier first token and is trapped; a beam of two is not."""
+    P = torch.full((5, 5), 1e-9)
+    P[1, 3], P[1, 4] = 0.6, 0.4                  # after <bos>: 3 is likelier ...
+    P[3, 2], P[3, 4], P[3, 0] = 0.30, 0.36, 0.34  # ... but no way on from 3 keeps more than 0.36
+    P[4, 2] = 1.0                                # after 4 it ends surely: 0.4 > 0.6 * 0.36
+    P[0, 2] = 0.5
+    model = MarkovModel(P.log())
+    src = torch.zeros(1, 1, dtype=torch.long)
+    greedy, _ = greedy_decode(model, src, [1], bos=1, eos=2, max_len=2)
+    beam, lp = beam_search(model, src, [1], bos=1, eos=2, beam_size=2, max_len=4)
+    assert greedy[0, 0].item() == 3 and beam == [4] and lp == pytest.approx(math.log(0.4))

@@ -98,7 +98,7 @@ def test_multihead_attention_vs_torch(bias):
     ours, ref = _torch_mha(16, 4, bias)
     q, kv = torch.randn(3, 5, 16), torch.randn(3, 9, 16)
     lens = torch.tensor([9, 4, 1])
-    padding = ~ac.valid_lens_to_mask(lens, 9, 3, 5)[:, 0]  # torch: True means "ignore"
+    padding = ~ac.valid_lens_to_mask(lens, 5, 9)[:, 0]  # torch: True means "ignore"
     with torch.no_grad():
         expected, w = ref(q, kv, kv, key_padding_mask=padding, need_weights=True,
                           average_attn_weights=False)
@@ -117,8 +117,13 @@ def test_multihead_self_attention_vs_torch_fast_path():
 def test_dot_product_attention_vs_sdpa(device):
     q, k, v = (torch.randn(2, 4, n, 8, device=device) for n in (5, 7, 7))
     lens = torch.tensor([3, 7], device=device)
-    mask = ac.valid_lens_to_mask(lens, 7, 2, 5, device=device)[:, None]  # (2, 1, 1, 7)
+    mask = ac.valid_lens_to_mask(lens, 5, 7, device=device)[:, None]  # (2, 1, 1, 7)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     ours = ac.DotProductAttention()(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1),
                                     lens.repeat_interleave(4))
     torch.testing.assert_close(ours.view(2, 4, 5, 8), expected, **TOL)
+    # with a heads axis, the layer takes (B, h, n, d) directly
+    torch.testing.assert_close(ac.DotProductAttention()(q, k, v, lens), expected, **TOL)
+    for backend in ac.BACKENDS:  # and every backend of the core agrees with torch
+        out, _ = ac.attend(q, k, v, mask, backend=backend)
+        torch.testing.assert_close(out, expected, **TOL)

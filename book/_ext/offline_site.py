@@ -31,7 +31,7 @@ def subset_cjk_font(app, exception):
         return
     from fontTools import subset
 
-    from attention_core.plot import cjk_font_path
+    from attention_core.book.plot import cjk_font_path
 
     out = Path(app.outdir)
     chars = set()

@@ -8,10 +8,11 @@ matplotlib.use("Agg")
 from matplotlib import pyplot as plt  # noqa: E402
 
 import attention_core as ac  # noqa: E402
-from attention_core.plot import show_heatmaps, use_house_style  # noqa: E402
-from attention_core.source import show_source  # noqa: E402
-from attention_core.train import fit_nw_bandwidth  # noqa: E402
-from attention_core.widgets import Slider, slider_figure  # noqa: E402
+from attention_core.book.plot import show_heatmaps, use_house_style  # noqa: E402
+from attention_core.book.runtime import get_device  # noqa: E402
+from attention_core.book.source import show_source  # noqa: E402
+from attention_core.book.timing import median_time  # noqa: E402
+from attention_core.book.widgets import SLIDER_JS, Slider, slider_figure  # noqa: E402
 
 
 def test_chinese_text_renders_without_missing_glyphs(tmp_path):
@@ -83,10 +84,30 @@ def test_show_source_shows_the_real_code():
         show_source(3)
 
 
-def test_fit_nw_bandwidth_history_and_bad_input():
-    x, y, _, _ = ac.make_regression_data(n_train=30, seed=0)
-    history = fit_nw_bandwidth(ac.NWKernelRegression(2.0), x, y, steps=40, log_every=20)
-    assert [h[0] for h in history] == [20, 40]
-    assert history[-1][1] < history[0][1] or history[-1][2] < 2.0
-    with pytest.raises(ValueError, match="steps and log_every must be positive"):
-        fit_nw_bandwidth(ac.NWKernelRegression(), x, y, steps=0)
+def test_slider_script_ships_as_a_file_and_is_inlined():
+    """The JavaScript lives in attention_core/book/slider.js and each figure inlines it (a
+    notebook viewer has no site to load it from)."""
+    assert "function acSliderFigure(uid)" in SLIDER_JS
+    html = slider_figure(lambda fig, a: fig.subplots().plot([0, a]), Slider([1, 2], "a", "甲"),
+                         name="js")._repr_mimebundle_()["text/html"]
+    assert SLIDER_JS in html and 'acSliderFigure("acfig-' in html
+
+
+def test_median_time_counts_real_calls():
+    calls = []
+    t = median_time(lambda: calls.append(1), min_run_time=0.01)
+    assert t > 0 and len(calls) > 1
+
+
+def test_device_can_be_chosen_by_environment(monkeypatch):
+    monkeypatch.setenv("ATTENTION_CORE_DEVICE", "cpu")
+    assert get_device() == torch.device("cpu")
+    monkeypatch.setenv("ATTENTION_CORE_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="must be 'cpu' or 'cuda'"):
+        get_device()
+    monkeypatch.setenv("ATTENTION_CORE_DEVICE", "cuda")
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="no CUDA device"):
+            get_device()
+    monkeypatch.delenv("ATTENTION_CORE_DEVICE")
+    assert get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")

@@ -20,6 +20,7 @@ import io
 import itertools
 import json
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Callable, Sequence
 
 from matplotlib import pyplot as plt
@@ -27,6 +28,7 @@ from matplotlib import pyplot as plt
 NOTE_EN = ("Precomputed frames: this figure works without Python. Running the notebook in "
            "Jupyter gives live sliders instead.")
 NOTE_ZH = "预先计算的帧：此图无需 Python 即可交互。在 Jupyter 中运行本笔记本会得到实时滑块。"
+SLIDER_JS = resources.files(__package__).joinpath("slider.js").read_text(encoding="utf-8")
 
 
 @dataclass
@@ -83,32 +85,14 @@ def static_slider_html(frames: Sequence[str], sliders: Sequence[Slider], name: s
         for i, s in enumerate(sliders))
     alt = ", ".join(f"{s.label_en} = {s.labels[s.start]}" for s in sliders)
     data = json.dumps({"frames": list(frames), "sizes": [len(s.values) for s in sliders],
-                       "labels": [s.labels for s in sliders], "names": [s.label_en for s in sliders]})
+                       "starts": starts, "labels": [s.labels for s in sliders],
+                       "names": [s.label_en for s in sliders]})
     return f"""<div class="ac-slider-figure" id="{uid}">
 <img alt="{e(alt)}" src="data:image/png;base64,{frames[first]}" style="max-width:100%">
 {controls}
 <p class="ac-slider-note"><span class="lang-en" lang="en">{NOTE_EN}</span><span class="lang-zh" lang="zh-Hans">{NOTE_ZH}</span></p>
 <script type="application/json" id="{uid}-data">{data}</script>
-<script>(function () {{
-  var root = document.getElementById("{uid}");
-  var data = JSON.parse(document.getElementById("{uid}-data").textContent);
-  var img = root.querySelector("img");
-  var inputs = root.querySelectorAll("input"), outputs = root.querySelectorAll("output");
-  var pos = {json.dumps(starts)};
-  function show() {{
-    var k = 0, alt = [];
-    for (var i = 0; i < pos.length; i++) {{
-      k = k * data.sizes[i] + pos[i];
-      outputs[i].textContent = data.labels[i][pos[i]];
-      alt.push(data.names[i] + " = " + data.labels[i][pos[i]]);
-    }}
-    img.src = "data:image/png;base64," + data.frames[k];
-    img.alt = alt.join(", ");
-  }}
-  inputs.forEach(function (input, i) {{
-    input.addEventListener("input", function () {{ pos[i] = Number(input.value); show(); }});
-  }});
-}})();</script>
+<script>{SLIDER_JS}acSliderFigure("{uid}");</script>
 </div>"""
 
 

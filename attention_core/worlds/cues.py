@@ -9,9 +9,8 @@ is a vector over the purposes, and each object's key is compared with it.
 from __future__ import annotations
 
 import torch
-from matplotlib import patches
 
-from .masking import softmax_where
+from ..masking import masked_softmax
 
 FEATURES = ("red", "contrast", "readable", "drinkable", "writable")
 APPEARANCE = slice(0, 2)
@@ -67,11 +66,13 @@ def cue_weights(keys: torch.Tensor, query: torch.Tensor | None = None,
         if query.shape != (len(FEATURES),):
             raise ValueError(f"query must be ({len(FEATURES)},), got shape {tuple(query.shape)}")
         scores = keys @ query + 0.1 * scores
-    return softmax_where(sharpness * scores, None)
+    return masked_softmax(sharpness * scores)
 
 
 def draw_scene(ax, names, weights, title: str = "") -> None:
     """Draw the desk: each object's outline and arrow from the eye are as strong as its weight."""
+    from matplotlib import patches  # figures are book tooling: matplotlib only when drawing
+
     colors = {"coffee cup": "#c0392b"}
     ax.set_xlim(-0.6, len(names) - 0.4)
     ax.set_ylim(-1.6, 1.25)

@@ -1,12 +1,13 @@
 import pytest
 import torch
 
-from attention_core import cues
+import attention_core as ac
 from attention_core.attention import ScoredAttention
-from attention_core.data import make_retrieval_batch
 from attention_core.scoring import GeneralScore
-from attention_core.train import fit_retrieval, gradient_draws, retrieval_loss
-from attention_core.utils import median_time
+from attention_core.worlds import cues
+from attention_core.worlds.regression import fit_nw_bandwidth, make_regression_data
+from attention_core.worlds.retrieval import (fit_retrieval, gradient_draws, make_retrieval_batch,
+                                             retrieval_accuracy, retrieval_loss)
 
 
 def test_scene_saliency_and_goals():
@@ -61,9 +62,13 @@ def _model():
 
 @pytest.mark.parametrize("mode", ["soft", "hard"])
 def test_both_modes_learn_the_lookup(mode):
-    history = fit_retrieval(_model(), mode, steps=150, log_every=50, n_eval=500)
-    assert history[0][0] == 0 and history[0][2] < 0.25
-    assert history[-1][2] > 0.8
+    held_out = make_retrieval_batch(500, generator=torch.Generator().manual_seed(1))
+    model = _model()
+    history = fit_retrieval(model, mode, held_out, steps=150, log_every=50,
+                            generator=torch.Generator().manual_seed(0))
+    assert [h[0] for h in history] == [0, 50, 100, 150]
+    assert history[0][2] < 0.25 and history[-1][2] > 0.8
+    assert history[-1][2] == retrieval_accuracy(model, held_out)
 
 
 def test_soft_gradient_is_exact_and_hard_is_noisy():
@@ -71,13 +76,14 @@ def test_soft_gradient_is_exact_and_hard_is_noisy():
     model = _model()
     assert gradient_draws(model, data, "soft", 5).std(0).abs().max() == 0
     assert gradient_draws(model, data, "hard", 20).std(0).abs().max() > 0
-    with pytest.raises(ValueError, match="mode must be 'soft' or 'hard'"):
+    with pytest.raises(ValueError, match=r"mode must be one of \['hard', 'soft'\]"):
         retrieval_loss(model, data, "medium")
 
 
-def test_median_time():
-    calls = []
-    assert median_time(lambda: calls.append(1), repeats=3, warmup=2) >= 0
-    assert len(calls) == 5
-    with pytest.raises(ValueError, match="repeats must be positive"):
-        median_time(lambda: None, repeats=0)
+def test_fit_nw_bandwidth_history_and_bad_input():
+    x, y, _, _ = make_regression_data(n_train=30)
+    history = fit_nw_bandwidth(ac.NWKernelRegression(2.0), x, y, steps=40, log_every=20)
+    assert [h[0] for h in history] == [20, 40]
+    assert history[-1][1] < history[0][1] and history[-1][2] < 2.0
+    with pytest.raises(ValueError, match="steps must be a positive int"):
+        fit_nw_bandwidth(ac.NWKernelRegression(), x, y, steps=0)

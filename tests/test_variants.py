@@ -4,8 +4,9 @@ import pytest
 import torch
 
 from attention_core import DotProductAttention
-from attention_core.hard import reinforce_loss, sample_hard_attention
-from attention_core.local import LocalAttention, local_attention, window_positions
+from attention_core.variants import (LocalAttention, local_attention, reinforce_loss,
+                                     sample_hard_attention, window_positions)
+from attention_core.worlds.complexity import count_ops
 
 
 def dense_local(q, k, v, centers, D, gaussian):
@@ -49,7 +50,8 @@ def test_local_m_centres_on_the_diagonal_and_respects_valid_lens():
     local = LocalAttention(window=1, mode="m")
     q, k, v = torch.randn(1, 5, 4), torch.randn(1, 5, 4), torch.randn(1, 5, 2)
     local(q, k, v, torch.tensor([3]))
-    w = local.attention_weights[0]
+    assert local.attention_weights.shape == (1, 5, 3)  # only the window is kept
+    w = local.dense_weights()[0]
     assert torch.all(w[:, 3:] == 0)
     for t in range(3):
         assert set(torch.nonzero(w[t]).flatten().tolist()) <= {t - 1, t, t + 1}
@@ -63,7 +65,7 @@ def test_local_p_predicts_centres_inside_the_sequence_and_weights_sum_below_one(
     assert out.shape == (2, 3, 2)
     assert torch.all((local.centers[0] >= 0) & (local.centers[0] <= 8))
     assert torch.all((local.centers[1] >= 0) & (local.centers[1] <= 4))
-    sums = local.attention_weights.sum(-1)
+    sums = local.dense_weights().sum(-1)
     assert torch.all(sums <= 1 + 1e-6) and torch.all(sums > 0)
     out.sum().backward()  # the centre predictor gets a gradient through the Gaussian
     assert local.v_p.weight.grad.abs().sum() > 0
@@ -111,3 +113,24 @@ def test_hard_bad_input():
         sample_hard_attention(torch.zeros(1, 1, 3), torch.zeros(1, 3, 1), torch.tensor([0]))
     with pytest.raises(ValueError, match="same shape"):
         reinforce_loss(torch.zeros(3), torch.zeros(2))
+
+
+def test_local_attention_work_and_memory_grow_linearly():
+    """Counted on the meta device: global attention scores n^2 pairs, local n (2D + 1)."""
+    D, d = 4, 8
+    for n in (64, 128, 256):
+        x = torch.empty(1, n, d, device="meta")
+        centers = torch.arange(n, dtype=torch.float32, device="meta")[None]
+        local = count_ops(lambda: local_attention(x, x, x, centers, D, gaussian=False))
+        dense = count_ops(lambda: DotProductAttention()(x, x, x))
+        assert local.flops == 2 * 2 * n * (2 * D + 1) * d   # scores and weighted sum, by windows
+        assert dense.flops == 2 * 2 * n * n * d
+        assert local.largest == n * (2 * D + 1) * d           # the gathered windows of keys
+        assert dense.largest == n * n                         # the score matrix
+
+
+def test_local_p_centres_follow_valid_lengths_on_meta():
+    local = LocalAttention(window=2, mode="p", query_size=4).to("meta")
+    q = torch.empty(2, 3, 4, device="meta")
+    out = local(q, q.new_empty(2, 9, 4), q.new_empty(2, 9, 2), torch.tensor([9, 5]))
+    assert out.shape == (2, 3, 2) and out.device.type == "meta"

@@ -1,0 +1,24 @@
+/* The kernel-free face of an interactive figure (attention_core.book.widgets): one range input
+   per slider swaps precomputed PNG frames, listed in row-major order over the sliders (the
+   last slider varies fastest). No kernel, no widget library, no network. */
+function acSliderFigure(uid) {
+  "use strict";
+  var root = document.getElementById(uid);
+  var data = JSON.parse(document.getElementById(uid + "-data").textContent);
+  var img = root.querySelector("img");
+  var inputs = root.querySelectorAll("input"), outputs = root.querySelectorAll("output");
+  var pos = data.starts.slice();
+  function show() {
+    var k = 0, alt = [];
+    for (var i = 0; i < pos.length; i++) {
+      k = k * data.sizes[i] + pos[i];
+      outputs[i].textContent = data.labels[i][pos[i]];
+      alt.push(data.names[i] + " = " + data.labels[i][pos[i]]);
+    }
+    img.src = "data:image/png;base64," + data.frames[k];
+    img.alt = alt.join(", ");
+  }
+  inputs.forEach(function (input, i) {
+    input.addEventListener("input", function () { pos[i] = Number(input.value); show(); });
+  });
+}

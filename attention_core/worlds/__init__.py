@@ -1,0 +1,13 @@
+"""Toy worlds: the small, generated tasks the chapters run attention on.
+
+One module per world, holding its data, its training loop and its metric:
+
+* ``cues``: a desk of objects, saliency and goals (chapter 1);
+* ``regression``: noisy samples of a smooth function, and the learned bandwidth (chapter 2);
+* ``retrieval``: a noisy lookup, for soft against hard attention (chapter 3);
+* ``translation``: a generated English-Chinese corpus that knows its alignments, with its
+  vocabulary, batches, training loop and metrics (chapters 4 and 8);
+* ``complexity``: dependency paths and operation counts of layers (chapters 3 and 5).
+
+Nothing is downloaded: every world is generated from a seed.
+"""

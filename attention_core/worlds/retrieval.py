@@ -1,0 +1,98 @@
+"""The retrieval world of chapter 3: find the stored item whose key matches a noisy query,
+with soft attention (a weighted average) or hard attention (one sampled item, REINFORCE)."""
+from __future__ import annotations
+
+import torch
+
+from .._checks import check_choice, check_positive_int
+from ..variants import reinforce_loss, sample_hard_attention
+
+
+def make_retrieval_batch(batch: int, n_items: int = 8, dim: int = 8, noise: float = 0.3,
+                         generator: torch.Generator | None = None, device=None):
+    """A lookup task: each example stores n_items (key, value) pairs, unit-length random keys
+    (dim,) and scalar values; the query is one of the keys plus Gaussian noise of standard
+    deviation ``noise`` per coordinate, and the target is that key's value.
+
+    Returns queries (B, 1, dim), keys (B, n_items, dim), values (B, n_items, 1),
+    targets (B, 1, 1) and the true index (B,).
+    """
+    check_positive_int(batch=batch, n_items=n_items, dim=dim)
+    keys = torch.randn(batch, n_items, dim, generator=generator)
+    keys = keys / keys.norm(dim=-1, keepdim=True)
+    values = torch.randn(batch, n_items, 1, generator=generator)
+    index = torch.randint(n_items, (batch,), generator=generator)
+    rows = torch.arange(batch)
+    queries = (keys[rows, index] + noise * torch.randn(batch, dim, generator=generator))[:, None]
+    targets = values[rows, index][:, None]
+    return tuple(t.to(device) for t in (queries, keys, values, targets, index))
+
+
+def retrieval_loss(model, batch, mode: str, baseline: float = 0.0, generator=None):
+    """Loss of one retrieval batch with soft or hard attention; ``model`` is a ScoredAttention.
+
+    soft: the output is the weighted average of the values; the loss is its squared error and
+    gradients flow through the weights. hard: one item is sampled per query; its squared
+    error has no gradient, and the returned surrogate's gradient is the REINFORCE estimate.
+    Returns (surrogate loss to differentiate, mean squared error (a float)).
+    """
+    check_choice("mode", mode, ("soft", "hard"))
+    queries, keys, values, targets, _ = batch
+    if mode == "soft":
+        errors = ((model(queries, keys, values) - targets) ** 2).flatten()
+        return errors.mean(), errors.mean().item()
+    scores = model.score(queries, keys)
+    out, _, log_prob = sample_hard_attention(scores, values, generator=generator)
+    errors = ((out - targets) ** 2).flatten()
+    return reinforce_loss(errors, log_prob.flatten(), baseline), errors.mean().item()
+
+
+def retrieval_accuracy(model, data) -> float:
+    """Share of queries whose highest attention score falls on the matching key."""
+    queries, keys, _, _, index = data
+    with torch.no_grad():
+        scores = model.score(queries, keys)
+    return (scores.argmax(-1).flatten() == index).float().mean().item()
+
+
+def fit_retrieval(model, mode: str, held_out, *, steps: int = 300, batch: int = 64,
+                  lr: float = 0.05, generator: torch.Generator | None = None,
+                  log_every: int = 50, use_baseline: bool = True, **task):
+    """Train ``model`` on fresh retrieval batches drawn from ``generator``, with soft or hard
+    attention, and measure its accuracy on the ``held_out`` batch.
+
+    Hard attention uses a running mean of the loss as its REINFORCE baseline when
+    ``use_baseline``. Returns [(step, training mean squared error, held-out accuracy), ...],
+    the first entry at step 0, before any update.
+    """
+    check_positive_int(steps=steps, batch=batch, log_every=log_every)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    baseline, history = 0.0, [(0, float("nan"), retrieval_accuracy(model, held_out))]
+    for step in range(1, steps + 1):
+        data = make_retrieval_batch(batch, generator=generator, **task)
+        optimizer.zero_grad()
+        surrogate, mse = retrieval_loss(model, data, mode, baseline, generator=generator)
+        surrogate.backward()
+        optimizer.step()
+        if use_baseline:
+            baseline = 0.9 * baseline + 0.1 * mse
+        if step % log_every == 0 or step == steps:
+            history.append((step, mse, retrieval_accuracy(model, held_out)))
+    return history
+
+
+def gradient_draws(model, data, mode: str, n_draws: int, baseline: float = 0.0,
+                   generator: torch.Generator | None = None):
+    """The gradient of the score's parameters, estimated ``n_draws`` times on the same batch.
+
+    Soft attention's gradient is exact, so every draw is the same; hard attention's REINFORCE
+    estimate changes with the sampled items. Returns (n_draws, n_parameters).
+    """
+    check_positive_int(n_draws=n_draws)
+    draws = []
+    for _ in range(n_draws):
+        model.zero_grad()
+        surrogate, _ = retrieval_loss(model, data, mode, baseline, generator=generator)
+        surrogate.backward()
+        draws.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    return torch.stack(draws)
