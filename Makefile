@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check --no-input -q
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: all env book test unit nbval site-test execute lab bench clean
+.PHONY: all env book test execute lab bench clean
 
 all: book
 
@@ -27,13 +27,17 @@ book: env
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "Open _build/html/index.html"
 
-# Everything: unit/property/cross-check tests, nbval over every chapter, the site build,
-# and, where Chromium is installed, the site in a headless browser and the chapters'
-# live widgets in JupyterLab.
+NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with \
+	tests/nbval_sanitize.cfg --nbval-cell-timeout=300 -q -p no:xdist $(NOTEBOOKS)
+
+# Everything: unit/property/cross-check tests, nbval over every chapter twice (as the machine
+# runs, then with portable kernels on one thread: another summation order, as on another CPU),
+# the site build, and, where Chromium is installed, the site in a headless browser and the
+# chapters' live widgets in JupyterLab.
 test: env
 	$(BIN)/python -m pytest tests -q -p no:randomly -n 2 --ignore=tests/test_site.py --ignore=tests/test_lab.py
-	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=300 -q -p no:xdist $(NOTEBOOKS)
+	$(NBVAL)
+	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 $(NBVAL)
 	$(MAKE) book
 	$(BIN)/python -m pytest tests/test_site.py tests/test_lab.py -q
 
@@ -49,6 +53,7 @@ lab: env
 
 bench: env
 	$(BIN)/python bench/bench_mha.py
+	$(BIN)/python bench/bench_checks.py
 
 clean:
 	rm -rf _build

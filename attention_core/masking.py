@@ -35,11 +35,10 @@ def valid_lens_to_mask(valid_lens, n_queries: int, n_keys: int, *, batch: int | 
             or (given.dim() == 2 and given.shape[1] != n_queries)):
         raise ValueError(f"valid_lens of shape {tuple(given.shape)} must be ({batch},) or "
                          f"({batch}, {n_queries}): one length per sequence or per query")
-    if given.device.type == "cpu" and not torch.compiler.is_compiling():  # free to read
-        bad = (given < 0) | (given > n_keys)
-        if given.is_floating_point():
-            bad |= given != given.floor()
-        if bool(bad.any()):
+    if given.device.type == "cpu" and not torch.compiler.is_compiling() and given.numel():
+        low, high = torch.aminmax(given)  # free to read on the CPU
+        whole = not given.is_floating_point() or bool((given == given.floor()).all())
+        if low.item() < 0 or high.item() > n_keys or not whole:
             raise ValueError(f"valid_lens must be whole numbers in [0, {n_keys}] (the number of "
                              f"keys), got {given.tolist()}")
     lens = given if device is None else given.to(device)

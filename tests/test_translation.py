@@ -9,7 +9,7 @@ import torch
 from attention_core.seq2seq import make_model
 from attention_core.worlds.translation import (Pair, TranslationData, Vocab, alignment_accuracy,
                                                bleu, chinese_number, date_pair, english_number,
-                                               exact_match, make_corpus, make_length_test,
+                                               exact_match, join_items, make_corpus, make_length_test,
                                                make_splits, masked_cross_entropy, number_pair,
                                                pad_batch, random_pair, read_tsv_pairs,
                                                train_seq2seq)
@@ -58,8 +58,8 @@ def test_date_alignment_and_reordering_by_hand():
     assert p.source == ["the", "3rd", "of", "march", ",", "2021"]
     assert p.target == ["2021", "年", "3", "月", "3", "日"]
     assert p.alignment == [{5}, {5}, {3}, {3}, {1}, {1}]
-    q = date_pair(datetime.date(1999, 12, 22), day_first=False, offset=4)
-    assert q.source == ["december", "22nd", ",", "1999"] and q.alignment[0] == {7}
+    q = join_items([number_pair(1000), date_pair(datetime.date(1999, 12, 22), day_first=False)])
+    assert q.source[3:] == ["december", "22nd", ",", "1999"] and q.target[3] == "1999" and q.alignment[3] == {6}
 
 
 def test_sentences_join_items_and_every_alignment_points_into_the_source():

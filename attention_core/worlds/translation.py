@@ -143,16 +143,16 @@ def chinese_number(n: int):
     return chars
 
 
-def number_pair(n: int, offset: int = 0) -> Pair:
-    """The pair for one number; source positions start at ``offset``."""
+def number_pair(n: int) -> Pair:
+    """The pair for one number, e.g. 412305: its words, its characters, their alignment."""
     english = english_number(n)
     source = [w for w, _ in english]
     carriers = {}  # decimal position -> source positions whose word expresses it
     for i, (_, positions) in enumerate(english):
         for p in positions:
-            carriers.setdefault(p, set()).add(offset + i)
-    thousand = {offset + i for i, (w, _) in enumerate(english) if w == "thousand"}
-    ands = [offset + i for i, (w, _) in enumerate(english) if w in ("and", ",")]
+            carriers.setdefault(p, set()).add(i)
+    thousand = {i for i, (w, _) in enumerate(english) if w == "thousand"}
+    ands = [i for i, (w, _) in enumerate(english) if w in ("and", ",")]
     target, alignment = [], []
     for char, (kind, p) in chinese_number(n):
         target.append(char)
@@ -168,14 +168,14 @@ def number_pair(n: int, offset: int = 0) -> Pair:
 
 
 # ---- dates -----------------------------------------------------------------------------
-def date_pair(date: datetime.date, day_first: bool, offset: int = 0) -> Pair:
+def date_pair(date: datetime.date, day_first: bool) -> Pair:
     """"the 3rd of march , 2021" (day first) or "march 3rd , 2021" -> "2021 年 3 月 3 日"."""
     day, month, year = ordinal(date.day), MONTHS[date.month - 1], str(date.year)
     if day_first:
         source = ["the", day, "of", month, ",", year]
     else:
         source = [month, day, ",", year]
-    pos = {w: offset + i for i, w in enumerate(source) if w in (day, month, year)}
+    pos = {w: i for i, w in enumerate(source) if w in (day, month, year)}
     target = [year, "年", str(date.month), "月", str(date.day), "日"]
     alignment = [{pos[year]}, {pos[year]}, {pos[month]}, {pos[month]}, {pos[day]}, {pos[day]}]
     return Pair(source, target, alignment)
@@ -185,28 +185,33 @@ def date_pair(date: datetime.date, day_first: bool, offset: int = 0) -> Pair:
 FIRST_DAY, LAST_DAY = datetime.date(1990, 1, 1), datetime.date(2029, 12, 31)
 
 
-def random_item(rng: random.Random, offset: int) -> Pair:
+def random_item(rng: random.Random) -> Pair:
     if rng.random() < 0.6:
         digits = rng.randint(1, 6)  # as many short numbers as long ones
-        return number_pair(rng.randint(10 ** (digits - 1), 10**digits - 1), offset)
+        return number_pair(rng.randint(10 ** (digits - 1), 10**digits - 1))
     span = (LAST_DAY - FIRST_DAY).days
     date = FIRST_DAY + datetime.timedelta(days=rng.randint(0, span))
-    return date_pair(date, day_first=rng.random() < 0.5, offset=offset)
+    return date_pair(date, day_first=rng.random() < 0.5)
 
 
-def random_pair(rng: random.Random, n_items: int) -> Pair:
-    """A sentence of ``n_items`` items joined by ";" / "；"."""
+def join_items(items) -> Pair:
+    """One sentence from items (each Pair numbered from 0), joined by ";" / "；"."""
     source, target, alignment = [], [], []
-    for k in range(n_items):
+    for k, item in enumerate(items):
         if k:
             alignment.append({len(source)})
             source.append(";")
             target.append("；")
-        item = random_item(rng, len(source))
+        shift = len(source)
         source += item.source
         target += item.target
-        alignment += item.alignment
+        alignment += [{i + shift for i in a} for a in item.alignment]
     return Pair(source, target, alignment)
+
+
+def random_pair(rng: random.Random, n_items: int) -> Pair:
+    """A sentence of ``n_items`` random items."""
+    return join_items([random_item(rng) for _ in range(n_items)])
 
 
 def python_rng(generator: torch.Generator | None) -> random.Random:
