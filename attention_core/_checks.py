@@ -105,13 +105,22 @@ def check_qkv(queries, keys, values, *, any_rank: bool = False, same_qk_size: bo
     check_same("dtype", queries=queries, values=values)
     _check_leading("values", values, queries)
     check_size("values", values, values.dim() - 2, keys.shape[-2], "the number of keys")
+    if values.dim() >= 4:
+        check_size("values", values, values.dim() - 3, keys.shape[-3], "the number of key heads")
 
 
 def _check_leading(name: str, x: torch.Tensor, queries: torch.Tensor) -> None:
-    """Same rank as the queries, and the same batch (and head) sizes."""
+    """Same rank as the queries, and the same batch (and head) sizes; keys and values may have
+    fewer heads than queries (grouped-query attention) if their count divides the queries'."""
     if x.dim() != queries.dim():
         raise ValueError(f"{name} of shape {tuple(x.shape)} must have the rank of queries "
                          f"{tuple(queries.shape)}")
+    heads = x.dim() - 3  # the head axis, for ranks >= 4
     for dim in range(x.dim() - 2):
+        if dim == heads and dim > 0 and queries.shape[dim] % max(x.shape[dim], 1) == 0 \
+                and x.shape[dim] > 0:
+            continue  # query head i reads key/value head i // (h_q / h_kv)
         check_size(name, x, dim, queries.shape[dim],
-                   "the batch size of queries" if dim == 0 else f"the size of queries in dimension {dim}")
+                   "the batch size of queries" if dim == 0 else
+                   f"the size of queries in dimension {dim} (or a divisor of it, for grouped "
+                   f"heads)" if dim == heads else f"the size of queries in dimension {dim}")

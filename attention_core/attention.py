@@ -8,7 +8,9 @@ never hands the weights back and is used whenever no weights are asked for. The 
 tested equal, and every backend gives a query with no key to attend to a zero output.
 
 Shapes: queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v);
-mask boolean, broadcastable to (B, [h,] n_q, n_k), True = may attend.
+mask boolean, broadcastable to (B, [h,] n_q, n_k), True = may attend. Keys and values may
+have fewer heads than queries, h_kv dividing h (grouped-query attention): query head i reads
+key/value head i // (h / h_kv), as torch's ``enable_gqa`` does.
 """
 from __future__ import annotations
 
@@ -25,9 +27,19 @@ from .masking import causal_mask, padding_mask, softmax_over
 from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
 
 
+def share_kv_heads(queries, keys, values):
+    """Grouped-query attention by copying: repeat each key/value head for its group of
+    h / h_kv query heads (head i reads head i // (h / h_kv)). A no-op when the counts agree."""
+    if keys.dim() < 4 or keys.shape[-3] == queries.shape[-3]:
+        return keys, values
+    group = queries.shape[-3] // keys.shape[-3]
+    return keys.repeat_interleave(group, dim=-3), values.repeat_interleave(group, dim=-3)
+
+
 def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=None,
                    dropout_p=0.0, score=None):
     """The three steps written out; returns (output, weights). ``score(q, k)`` replaces q·k."""
+    keys, values = share_kv_heads(queries, keys, values)
     if score is not None:
         scores = score(queries, keys)
     elif scale is None:
@@ -45,16 +57,18 @@ def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=N
 def sdpa_attention(queries, keys, values, mask=None, *, is_causal=False, scale=None,
                    dropout_p=0.0):
     """torch's fused kernel; returns (output, None): it never writes the weights to memory."""
+    # grouped heads are read in place, never copied
+    gqa = {"enable_gqa": True} if keys.dim() >= 4 and keys.shape[-3] != queries.shape[-3] else {}
     if mask is None:
         return F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout_p,
-                                              is_causal=is_causal, scale=scale), None
+                                              is_causal=is_causal, scale=scale, **gqa), None
     if is_causal:  # the fused kernel takes a mask or is_causal, not both
         mask = mask & causal_mask(queries.shape[-2], keys.shape[-2], device=mask.device)
     # A query with no key to attend to would get NaN from the fused kernel: let it see every
     # key (finite values, finite gradients), then zero its output.
     empty = ~mask.any(dim=-1, keepdim=True)                              # (..., n_q or 1, 1)
     out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask | empty,
-                                         dropout_p=dropout_p, scale=scale)
+                                         dropout_p=dropout_p, scale=scale, **gqa)
     return out.masked_fill(empty, 0.0), None
 
 

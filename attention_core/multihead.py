@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_in_features, check_positive_int, check_probability, check_qkv
+from ._checks import (check_in_features, check_positive_int, check_probability, check_qkv,
+                      check_tensor)
 from .attention import _attend, dropout_p
 from .masking import padding_mask
 from .scoring import linear
@@ -19,7 +20,14 @@ class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention with d2l's names (W_q, W_k, W_v, W_o).
 
     forward(queries (B, n_q, query_size), keys (B, n_k, key_size), values (B, n_k, value_size),
-            valid_lens None | (B,) | (B, n_q), need_weights None | bool) -> (B, n_q, num_hiddens).
+            valid_lens None | (B,) | (B, n_q), need_weights None | bool, *,
+            is_causal False | True, head_mask None | (h,) | (B, h)) -> (B, n_q, num_hiddens).
+
+    num_kv_heads (default num_heads) makes it grouped-query attention: W_k and W_v map to
+    num_kv_heads heads of d_head = num_hiddens / num_heads, and query head i reads key/value
+    head i // (num_heads / num_kv_heads), as torch's ``enable_gqa`` does; num_kv_heads = 1 is
+    multi-query attention. head_mask multiplies each head's output before W_o (0 removes a
+    head, as in Michel et al., 2019).
 
     By default it runs torch's fused ``scaled_dot_product_attention`` with a padding mask of
     shape (B, 1, 1, n_k) that broadcasts over heads and queries (a dense (n_q, n_k) mask
@@ -29,43 +37,82 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
-                 bias: bool = False, *, query_size: int | None = None,
-                 key_size: int | None = None, value_size: int | None = None,
-                 need_weights: bool = False):
+                 bias: bool = False, num_kv_heads: int | None = None, *,
+                 query_size: int | None = None, key_size: int | None = None,
+                 value_size: int | None = None, need_weights: bool = False):
         super().__init__()
-        check_positive_int(num_hiddens=num_hiddens, num_heads=num_heads)
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        check_positive_int(num_hiddens=num_hiddens, num_heads=num_heads,
+                           num_kv_heads=num_kv_heads)
         if num_hiddens % num_heads:
             raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by num_heads "
                              f"({num_heads})")
+        if num_heads % num_kv_heads:
+            raise ValueError(f"num_kv_heads ({num_kv_heads}) must divide num_heads "
+                             f"({num_heads}): each key/value head serves a whole group of "
+                             f"query heads")
         check_probability("dropout", dropout)
-        self.num_heads = num_heads
+        self.num_heads, self.num_kv_heads = num_heads, num_kv_heads
+        d_kv = num_hiddens // num_heads * num_kv_heads
         self.W_q = linear(query_size, num_hiddens, bias)
-        self.W_k = linear(key_size, num_hiddens, bias)
-        self.W_v = linear(value_size, num_hiddens, bias)
+        self.W_k = linear(key_size, d_kv, bias)
+        self.W_v = linear(value_size, d_kv, bias)
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
         self.dropout = nn.Dropout(dropout)
         self.need_weights = need_weights
         self.attention_weights = None
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, n, num_hiddens) -> (B, h, n, num_hiddens / h)."""
+    @staticmethod
+    def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+        """(B, n, heads * d_head) -> (B, heads, n, d_head)."""
         batch, n, _ = x.shape
-        return x.view(batch, n, self.num_heads, -1).transpose(1, 2)
+        return x.view(batch, n, heads, -1).transpose(1, 2)
 
-    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+    @staticmethod
+    def merge_heads(x: torch.Tensor) -> torch.Tensor:
         """(B, h, n, d_head) -> (B, n, h * d_head): concatenate the heads' outputs."""
         batch, _, n, _ = x.shape
         return x.transpose(1, 2).reshape(batch, n, -1)
 
-    def forward(self, queries, keys, values, valid_lens=None, need_weights=None):
+    def project_queries(self, queries: torch.Tensor) -> torch.Tensor:
+        """(B, n_q, query_size) -> (B, h, n_q, d_head)."""
+        return self.split_heads(self.W_q(queries), self.num_heads)
+
+    def project_kv(self, keys: torch.Tensor, values: torch.Tensor):
+        """-> keys, values (B, num_kv_heads, n_k, d_head): what a decoder's cache keeps."""
+        return (self.split_heads(self.W_k(keys), self.num_kv_heads),
+                self.split_heads(self.W_v(values), self.num_kv_heads))
+
+    def attend_heads(self, q, k, v, mask=None, *, is_causal: bool = False,
+                     need_weights: bool | None = None, head_mask=None) -> torch.Tensor:
+        """Attention over projected heads (from project_queries / project_kv), then W_o.
+        Unchecked: forward checks its inputs; a caller with its own cache checks its own."""
+        need_weights = self.need_weights if need_weights is None else need_weights
+        out, self.attention_weights = _attend(q, k, v, mask, is_causal=is_causal,
+                                              dropout_p=dropout_p(self),
+                                              need_weights=need_weights)
+        if head_mask is not None:  # (h,) or (B, h) -> broadcast over positions and features
+            out = out * head_mask.to(out.dtype)[..., None, None]
+        return self.W_o(self.merge_heads(out))  # (B, n_q, num_hiddens)
+
+    def forward(self, queries, keys, values, valid_lens=None, need_weights=None, *,
+                is_causal: bool = False, head_mask=None):
         check_qkv(queries, keys, values, same_qk_size=False)
         check_in_features("queries", queries, self.W_q, "query_size")
         check_in_features("keys", keys, self.W_k, "key_size")
         check_in_features("values", values, self.W_v, "value_size")
-        q = self.split_heads(self.W_q(queries))  # (B, h, n_q, d_head)
-        k = self.split_heads(self.W_k(keys))     # (B, h, n_k, d_head)
-        v = self.split_heads(self.W_v(values))   # (B, h, n_k, d_head)
-        out, self.attention_weights = _attend(
-            q, k, v, padding_mask(valid_lens, q, k), dropout_p=dropout_p(self),
-            need_weights=self.need_weights if need_weights is None else need_weights)
-        return self.W_o(self.merge_heads(out))   # (B, n_q, num_hiddens)
+        check_head_mask(head_mask, queries.shape[0], self.num_heads)
+        q = self.project_queries(queries)      # (B, h, n_q, d_head)
+        k, v = self.project_kv(keys, values)   # (B, h_kv, n_k, d_head)
+        return self.attend_heads(q, k, v, padding_mask(valid_lens, q, k), is_causal=is_causal,
+                                 need_weights=need_weights, head_mask=head_mask)
+
+
+def check_head_mask(head_mask, batch: int, num_heads: int) -> None:
+    """Require None or a tensor of shape (h,) or (B, h): one factor per head (per example)."""
+    if head_mask is None:
+        return
+    check_tensor("head_mask", head_mask, floating=False)
+    if tuple(head_mask.shape) not in ((num_heads,), (batch, num_heads)):
+        raise ValueError(f"head_mask of shape {tuple(head_mask.shape)} must be ({num_heads},) or "
+                         f"({batch}, {num_heads}): one factor per head")

@@ -51,7 +51,7 @@ def cases(device):
     x = randn(8, 512, 512)
 
     def mha_unchecked():
-        q, k, v = (mha.split_heads(w(x)) for w in (mha.W_q, mha.W_k, mha.W_v))
+        q, k, v = (mha.split_heads(w(x), 8) for w in (mha.W_q, mha.W_k, mha.W_v))
         out, _ = _attend(q, k, v, unchecked_mask(lens, 512, 4))
         return mha.W_o(mha.merge_heads(out))
 

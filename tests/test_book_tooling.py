@@ -111,3 +111,28 @@ def test_device_can_be_chosen_by_environment(monkeypatch):
             get_device()
     monkeypatch.delenv("ATTENTION_CORE_DEVICE")
     assert get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_head_view_draws_one_line_per_visible_weight_and_checks_its_input():
+    from attention_core.book.plot import draw_head_view
+    w = torch.zeros(3, 2, 4)
+    w[0, :, 0] = 1.0          # head 1: both queries on key 1
+    w[1, 0, 1] = w[1, 1, 2] = 1.0
+    w[2] = 0.25               # head 3: uniform
+    fig, ax = plt.subplots()
+    draw_head_view(ax, w, ["q1", "q2"], list("abcd"))
+    drawn = [line for line in ax.get_lines() if len(line.get_xdata())]
+    assert len(drawn) == 2 + 2 + 8
+    assert len(ax.get_lines()) - len(drawn) == 3  # one swatch per head
+    ax.clear()
+    draw_head_view(ax, w, ["q1", "q2"], list("abcd"), heads=1)
+    drawn = [line for line in ax.get_lines() if len(line.get_xdata())]
+    ends = [y for line in drawn for y in line.get_ydata()]  # query 1 -> key 2, query 2 -> key 3
+    assert ends == pytest.approx([1.0, 2 / 3, 0.0, 1 / 3])
+    with pytest.raises(ValueError, match="need 2 query labels and 4 key labels"):
+        draw_head_view(ax, w, ["q1"], list("abcd"))
+    with pytest.raises(ValueError, match=r"heads must be 'all' or a head index in 0..2"):
+        draw_head_view(ax, w, ["q1", "q2"], list("abcd"), heads=3)
+    with pytest.raises(ValueError, match=r"weights must be \(heads, n_queries, n_keys\)"):
+        draw_head_view(ax, w[0], ["q1", "q2"], list("abcd"))
+    plt.close(fig)

@@ -68,3 +68,115 @@ def test_bad_input():
         mha(torch.randn(2, 3, 16), torch.randn(2, 3, 16), torch.randn(2, 3, 16), torch.tensor([1, 2, 3]))
     with pytest.raises(ValueError, match="num_heads must be a positive int"):
         MultiHeadAttention(8, 0)
+
+
+# --- grouped-query and multi-query attention -------------------------------------------
+
+@pytest.mark.parametrize("kv_heads", [4, 2, 1])
+@pytest.mark.parametrize("lens", [None, torch.tensor([5, 2])])
+def test_grouped_heads_equal_torch_enable_gqa_from_the_module_weights(kv_heads, lens, device):
+    from torch.nn import functional as F
+    mha = make(num_kv_heads=kv_heads, bias=True).to(device).eval()
+    assert mha.W_k.weight.shape == (4 * kv_heads, 16)  # d_head = 4, kv_heads of them
+    q, kv = torch.randn(2, 3, 16, device=device), torch.randn(2, 5, 16, device=device)
+    lens = None if lens is None else lens.to(device)
+    Q = mha.W_q(q).view(2, 3, 4, 4).transpose(1, 2)
+    K = mha.W_k(kv).view(2, 5, kv_heads, 4).transpose(1, 2)
+    V = mha.W_v(kv).view(2, 5, kv_heads, 4).transpose(1, 2)
+    mask = None if lens is None else (torch.arange(5, device=device) < lens[:, None])[:, None, None]
+    ref = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, enable_gqa=True)
+    ref = mha.W_o(ref.transpose(1, 2).reshape(2, 3, 16))
+    torch.testing.assert_close(mha(q, kv, kv, lens), ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(mha(q, kv, kv, lens, need_weights=True), ref, atol=1e-5, rtol=1e-5)
+    # query heads of one group read the same key head: equal weights when their queries agree
+    assert mha.attention_weights.shape == (2, 4, 3, 5)
+
+
+def test_grouped_heads_equal_full_heads_with_repeated_key_value_weights():
+    """GQA is MHA whose key/value projections repeat each head for its group."""
+    gqa = make(num_kv_heads=2)
+    full = make()
+    full.load_state_dict({**gqa.state_dict(),
+                          "W_k.weight": gqa.W_k.weight.view(2, 4, 16).repeat_interleave(2, 0).reshape(16, 16),
+                          "W_v.weight": gqa.W_v.weight.view(2, 4, 16).repeat_interleave(2, 0).reshape(16, 16)})
+    x = torch.randn(2, 6, 16)
+    torch.testing.assert_close(gqa(x, x, x), full(x, x, x), atol=1e-6, rtol=1e-6)
+
+
+def test_grouped_heads_on_meta_shapes_only():
+    mha = make(num_kv_heads=2).to("meta")
+    x = torch.empty(2, 7, 16, device="meta")
+    assert mha(x, x, x, torch.tensor([7, 3], device="meta")).shape == (2, 7, 16)
+    k, v = mha.project_kv(x, x)
+    assert k.shape == v.shape == (2, 2, 7, 4)
+
+
+def test_parameter_count_is_4d2_whatever_the_number_of_heads():
+    for h in (1, 2, 4, 8, 16):
+        assert sum(p.numel() for p in make(heads=h).parameters()) == 4 * 16 * 16
+    # fewer key/value heads: W_k and W_v shrink to d x (h_kv d_head)
+    assert sum(p.numel() for p in make(heads=8, num_kv_heads=2).parameters()) == 2 * 256 + 2 * 16 * 4
+
+
+def test_kv_heads_must_divide_heads():
+    with pytest.raises(ValueError, match=r"num_kv_heads \(3\) must divide num_heads \(4\)"):
+        make(num_kv_heads=3)
+    with pytest.raises(ValueError, match="num_kv_heads must be a positive int"):
+        make(num_kv_heads=0)
+
+
+def test_attend_rejects_key_heads_that_do_not_divide_query_heads():
+    from attention_core import attend
+    q, k = torch.randn(1, 4, 2, 8), torch.randn(1, 3, 5, 8)
+    with pytest.raises(ValueError, match="keys has size 3 in dimension 1"):
+        attend(q, k, k)
+    with pytest.raises(ValueError, match="number of key heads"):
+        attend(q, torch.randn(1, 2, 5, 8), torch.randn(1, 1, 5, 8))
+
+
+# --- head masks and causal masking ------------------------------------------------------
+
+def test_head_mask_removes_exactly_the_masked_heads():
+    mha = make(need_weights=True)
+    x = torch.randn(2, 5, 16)
+    mha(x, x, x)
+    per_head = torch.einsum("bhqk,bhkd->bhqd", mha.attention_weights,
+                            mha.W_v(x).view(2, 5, 4, 4).transpose(1, 2))
+    keep = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    expected = mha.W_o((per_head * keep[:, None, None]).transpose(1, 2).reshape(2, 5, 16))
+    torch.testing.assert_close(mha(x, x, x, head_mask=keep), expected, atol=1e-6, rtol=1e-6)
+    none = mha(x, x, x, head_mask=torch.zeros(2, 4))  # per example, all heads removed
+    torch.testing.assert_close(none, torch.zeros_like(none))  # no bias: nothing is left
+
+
+def test_head_mask_gradient_is_the_head_importance():
+    mha = make()
+    x = torch.randn(2, 5, 16)
+    xi = torch.ones(4, requires_grad=True)
+    mha(x, x, x, head_mask=xi).sum().backward()
+    # d/dxi_h of the sum equals the sum of head h's contribution through W_o
+    for h in range(4):
+        keep = torch.ones(4)
+        keep[h] = 0
+        contribution = (mha(x, x, x) - mha(x, x, x, head_mask=keep)).sum()
+        torch.testing.assert_close(xi.grad[h], contribution, atol=1e-5, rtol=1e-5)
+
+
+def test_head_mask_bad_shape():
+    mha = make()
+    x = torch.randn(2, 5, 16)
+    with pytest.raises(ValueError, match=r"head_mask of shape \(3,\) must be \(4,\) or \(2, 4\)"):
+        mha(x, x, x, head_mask=torch.ones(3))
+
+
+def test_is_causal_equals_an_explicit_causal_mask():
+    mha = make(need_weights=True)
+    x = torch.randn(2, 5, 16)
+    out = mha(x, x, x, is_causal=True)
+    assert torch.all(mha.attention_weights.triu(1) == 0)
+    torch.testing.assert_close(mha(x, x, x, is_causal=True, need_weights=False), out,
+                               atol=1e-6, rtol=1e-6)
+    # position i never depends on a later position
+    y = x.clone()
+    y[:, 3:] = torch.randn(2, 2, 16)
+    torch.testing.assert_close(mha(y, y, y, is_causal=True)[:, :3], out[:, :3])

@@ -87,3 +87,49 @@ def test_fit_nw_bandwidth_history_and_bad_input():
     assert history[-1][1] < history[0][1] and history[-1][2] < 2.0
     with pytest.raises(ValueError, match="steps must be a positive int"):
         fit_nw_bandwidth(ac.NWKernelRegression(), x, y, steps=0)
+
+
+# --- the fetch world of chapter 7 -------------------------------------------------------
+
+from attention_core.worlds.fetch import (FetchModel, FetchTask, head_importance,  # noqa: E402
+                                         make_fetch_batch, prune_greedily, slot_accuracy,
+                                         train_fetch)
+
+
+def test_fetch_batch_names_two_different_items_and_their_labels():
+    task = FetchTask(n_items=5, n_labels=7)
+    queries, items, targets, picked = make_fetch_batch(64, task, torch.Generator().manual_seed(0))
+    assert queries.shape == (64, 1, 10) and items.shape == (64, 5, 17) and targets.shape == (64, 2)
+    assert torch.all(picked[:, 0] != picked[:, 1])
+    rows = torch.arange(64)
+    colour = items[..., :5].argmax(-1)
+    shape = items[..., 5:10].argmax(-1)
+    # the query's colour is item a's, its shape item b's; colours and shapes are all different
+    assert torch.equal(queries[:, 0, :5].argmax(-1), colour[rows, picked[:, 0]])
+    assert torch.equal(queries[:, 0, 5:].argmax(-1), shape[rows, picked[:, 1]])
+    assert torch.all(colour.sort(-1).values == torch.arange(5))
+    assert torch.equal(targets, items[..., 10:].argmax(-1).gather(1, picked))
+
+
+def test_fetch_bad_input():
+    with pytest.raises(ValueError, match="batch must be a positive int"):
+        make_fetch_batch(0)
+    with pytest.raises(ValueError, match=r"num_kv_heads \(3\) must divide num_heads \(4\)"):
+        FetchModel(num_heads=4, num_kv_heads=3)
+
+
+def test_two_heads_learn_the_fetch_and_one_head_cannot():
+    """A short run: two heads solve the task, one head stays near one slot right."""
+    test = make_fetch_batch(1000, generator=torch.Generator().manual_seed(1))
+    accuracy = {}
+    for h in (1, 2):
+        torch.manual_seed(0)
+        model = FetchModel(num_heads=h)
+        train_fetch(model, steps=600, generator=torch.Generator().manual_seed(2))
+        accuracy[h] = slot_accuracy(model, test)
+    assert accuracy[2] > 0.95 and accuracy[1] < 0.65, accuracy
+    path = prune_greedily(model, test)
+    assert [len(removed) for removed, _ in path] == [0, 1]
+    assert path[0][1] == pytest.approx(accuracy[2]) and path[1][1] < 0.75  # one head is not enough
+    importance = head_importance(model, test)
+    assert importance.shape == (2,) and torch.all(importance > 0)

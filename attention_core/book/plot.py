@@ -107,3 +107,43 @@ def plot_regression(ax, x_train, y_train, x_test, curves: dict, title: str | Non
     if title:
         ax.set_title(title)
     return ax
+
+
+def draw_head_view(ax, weights, query_labels, key_labels, heads="all", colors=None):
+    """Attention as lines from queries (left) to keys (right), one colour per head.
+
+    weights: (h, n_q, n_k), e.g. one example's ``attention_weights[b]``. heads: "all" to
+    overlay every head, or the index of one head. A line's opacity and width grow with its
+    weight, so a head that attends sharply draws one strong line per query.
+    """
+    w = torch.as_tensor(_as_numpy(weights))
+    if w.dim() != 3:
+        raise ValueError(f"weights must be (heads, n_queries, n_keys), got shape {tuple(w.shape)}")
+    h, n_q, n_k = w.shape
+    if len(query_labels) != n_q or len(key_labels) != n_k:
+        raise ValueError(f"weights of shape {tuple(w.shape)} need {n_q} query labels and {n_k} "
+                         f"key labels, got {len(query_labels)} and {len(key_labels)}")
+    if heads != "all" and not (isinstance(heads, int) and 0 <= heads < h):
+        raise ValueError(f"heads must be 'all' or a head index in 0..{h - 1}, got {heads!r}")
+    colors = colors or [plt.get_cmap("tab10")(i % 10) for i in range(h)]
+    shown = range(h) if heads == "all" else [heads]
+    # queries and keys spread over the same height, top to bottom
+    y_q = torch.linspace(1, 0, n_q) if n_q > 1 else torch.tensor([0.5])
+    y_k = torch.linspace(1, 0, n_k) if n_k > 1 else torch.tensor([0.5])
+    for head in shown:
+        for i in range(n_q):
+            for j in range(n_k):
+                a = float(w[head, i, j])
+                if a > 0.02:
+                    ax.plot([0, 1], [float(y_q[i]), float(y_k[j])], color=colors[head],
+                            alpha=min(1.0, a), linewidth=0.5 + 3 * a, solid_capstyle="round")
+    for y, label in zip(y_q.tolist(), query_labels):
+        ax.text(-0.03, y, str(label), ha="right", va="center")
+    for y, label in zip(y_k.tolist(), key_labels):
+        ax.text(1.03, y, str(label), ha="left", va="center")
+    for head in shown:  # a swatch per head shown, above the lines
+        ax.plot([], [], color=colors[head], linewidth=3, label=f"head {head + 1} · 头 {head + 1}")
+    ax.set_xlim(-0.5, 1.5)
+    ax.set_ylim(-0.08, 1.08)
+    ax.axis("off")
+    return ax
