@@ -54,6 +54,7 @@ lab: env
 bench: env
 	$(BIN)/python bench/bench_mha.py
 	$(BIN)/python bench/bench_checks.py
+	$(BIN)/python bench/bench_gqa.py
 
 clean:
 	rm -rf _build

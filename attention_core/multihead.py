@@ -116,3 +116,10 @@ def check_head_mask(head_mask, batch: int, num_heads: int) -> None:
     if tuple(head_mask.shape) not in ((num_heads,), (batch, num_heads)):
         raise ValueError(f"head_mask of shape {tuple(head_mask.shape)} must be ({num_heads},) or "
                          f"({batch}, {num_heads}): one factor per head")
+
+
+def kv_cache_bytes(num_layers: int, num_kv_heads: int, d_head: int, dtype=torch.float16) -> int:
+    """Bytes a decoder caches per token: a key and a value per layer and key/value head,
+    2 * layers * kv_heads * d_head * bytes per number."""
+    check_positive_int(num_layers=num_layers, num_kv_heads=num_kv_heads, d_head=d_head)
+    return 2 * num_layers * num_kv_heads * d_head * torch.empty((), dtype=dtype).element_size()

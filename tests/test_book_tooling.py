@@ -127,6 +127,7 @@ def test_head_view_draws_one_line_per_visible_weight_and_checks_its_input():
     ax.clear()
     draw_head_view(ax, w, ["q1", "q2"], list("abcd"), heads=1)
     drawn = [line for line in ax.get_lines() if len(line.get_xdata())]
+    assert [line.get_alpha() for line in ax.get_lines()[2:]] == [0.2, 1.0, 0.2]  # swatches
     ends = [y for line in drawn for y in line.get_ydata()]  # query 1 -> key 2, query 2 -> key 3
     assert ends == pytest.approx([1.0, 2 / 3, 0.0, 1 / 3])
     with pytest.raises(ValueError, match="need 2 query labels and 4 key labels"):

@@ -180,3 +180,14 @@ def test_is_causal_equals_an_explicit_causal_mask():
     y = x.clone()
     y[:, 3:] = torch.randn(2, 2, 16)
     torch.testing.assert_close(mha(y, y, y, is_causal=True)[:, :3], out[:, :3])
+
+
+def test_kv_cache_bytes_counts_what_project_kv_returns():
+    from attention_core.multihead import kv_cache_bytes
+    mha = make(heads=4, num_kv_heads=2).to(torch.float16)
+    k, v = mha.project_kv(*(2 * [torch.randn(1, 10, 16, dtype=torch.float16)]))
+    per_token = (k.numel() + v.numel()) * k.element_size() // 10
+    assert kv_cache_bytes(1, 2, 4, torch.float16) == per_token == 32
+    assert kv_cache_bytes(32, 32, 128) == 512 * 1024  # a 7B-class model without grouping
+    with pytest.raises(ValueError, match="num_layers must be a positive int"):
+        kv_cache_bytes(0, 1, 1)

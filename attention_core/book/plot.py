@@ -114,7 +114,8 @@ def draw_head_view(ax, weights, query_labels, key_labels, heads="all", colors=No
 
     weights: (h, n_q, n_k), e.g. one example's ``attention_weights[b]``. heads: "all" to
     overlay every head, or the index of one head. A line's opacity and width grow with its
-    weight, so a head that attends sharply draws one strong line per query.
+    weight, so a head that attends sharply draws one strong line per query. The legend lists
+    every head (the hidden ones faded), so frames for different choices share one layout.
     """
     w = torch.as_tensor(_as_numpy(weights))
     if w.dim() != 3:
@@ -130,19 +131,22 @@ def draw_head_view(ax, weights, query_labels, key_labels, heads="all", colors=No
     # queries and keys spread over the same height, top to bottom
     y_q = torch.linspace(1, 0, n_q) if n_q > 1 else torch.tensor([0.5])
     y_k = torch.linspace(1, 0, n_k) if n_k > 1 else torch.tensor([0.5])
+    spread = 0.25 / max(n_k - 1, 1)  # heads on the same key end side by side, not on top
     for head in shown:
+        shift = spread * (head - (h - 1) / 2) / max(h - 1, 1) if heads == "all" else 0.0
         for i in range(n_q):
             for j in range(n_k):
                 a = float(w[head, i, j])
                 if a > 0.02:
-                    ax.plot([0, 1], [float(y_q[i]), float(y_k[j])], color=colors[head],
+                    ax.plot([0, 1], [float(y_q[i]), float(y_k[j]) + shift], color=colors[head],
                             alpha=min(1.0, a), linewidth=0.5 + 3 * a, solid_capstyle="round")
     for y, label in zip(y_q.tolist(), query_labels):
         ax.text(-0.03, y, str(label), ha="right", va="center")
     for y, label in zip(y_k.tolist(), key_labels):
         ax.text(1.03, y, str(label), ha="left", va="center")
-    for head in shown:  # a swatch per head shown, above the lines
-        ax.plot([], [], color=colors[head], linewidth=3, label=f"head {head + 1} · 头 {head + 1}")
+    for head in range(h):  # one swatch per head; those not shown faded
+        ax.plot([], [], color=colors[head], linewidth=3, alpha=1.0 if head in shown else 0.2,
+                label=f"head {head + 1} · 头 {head + 1}")
     ax.set_xlim(-0.5, 1.5)
     ax.set_ylim(-0.08, 1.08)
     ax.axis("off")
