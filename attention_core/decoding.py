@@ -148,7 +148,8 @@ def sequence_log_prob(model, src, src_valid_lens, tokens, bos: int, eos: int):
     """
     check_tensor("tokens", tokens, floating=False)
     check_rank("tokens", tokens, 2, "(batch, n) token indices")
-    tgt = torch.cat([tokens, torch.full_like(tokens[:, :1], eos)], dim=1)
+    ends = torch.full((tokens.shape[0], 1), eos, dtype=tokens.dtype, device=tokens.device)
+    tgt = torch.cat([tokens, ends], dim=1)  # (an empty output is <eos> alone)
     with evaluating(model):
         logits, _ = model.decoder(decoder_input(tgt, bos), start(model, src, src_valid_lens))
         log_probs = torch.log_softmax(logits.float(), -1)

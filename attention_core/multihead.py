@@ -66,13 +66,13 @@ class MultiHeadAttention(nn.Module):
     def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
         """(B, n, heads * d_head) -> (B, heads, n, d_head)."""
         batch, n, _ = x.shape
-        return x.view(batch, n, heads, -1).transpose(1, 2)
+        return x.view(batch, n, heads, x.shape[-1] // heads).transpose(1, 2)
 
     @staticmethod
     def merge_heads(x: torch.Tensor) -> torch.Tensor:
         """(B, h, n, d_head) -> (B, n, h * d_head): concatenate the heads' outputs."""
-        batch, _, n, _ = x.shape
-        return x.transpose(1, 2).reshape(batch, n, -1)
+        batch, h, n, d_head = x.shape
+        return x.transpose(1, 2).reshape(batch, n, h * d_head)
 
     def project_queries(self, queries: torch.Tensor) -> torch.Tensor:
         """(B, n_q, query_size) -> (B, h, n_q, d_head)."""

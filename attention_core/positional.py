@@ -32,10 +32,13 @@ def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device
 
 
 class AddedPositions(nn.Module):
-    """Base of the encodings that add one vector per position: X + E[:n], then dropout.
+    """Base of the encodings that add one vector per position: X + E[offset:offset + n], then
+    dropout.
 
-    forward(X (B, n, num_hiddens)) -> same shape, for n <= max_len. A subclass says what
-    the vectors are in ``position_vectors(n)`` -> (n, num_hiddens).
+    forward(X (B, n, num_hiddens), offset=0) -> same shape, for offset + n <= max_len. The
+    offset is the position of X's first row: a decoder that runs one step at a time passes
+    the number of steps already taken, so step t is encoded as position t. A subclass says
+    what the vectors are in ``position_vectors(stop)`` -> (stop, num_hiddens).
     """
 
     def __init__(self, num_hiddens: int, dropout: float, max_len: int):
@@ -48,14 +51,19 @@ class AddedPositions(nn.Module):
     def position_vectors(self, n: int) -> torch.Tensor:
         raise NotImplementedError
 
-    def forward(self, X):
+    def forward(self, X, offset: int = 0):
         check_tensor("X", X)
         check_rank("X", X, 3, "(batch, n, num_hiddens)")
         check_size("X", X, 2, self.num_hiddens, "num_hiddens")
-        if X.shape[1] > self.max_len:
-            raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}), more than "
-                             f"max_len={self.max_len}: no position vector exists beyond it")
-        return self.dropout(X + self.position_vectors(X.shape[1]).to(X.dtype))
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ValueError(f"offset must be an int >= 0 (the position of X's first row), "
+                             f"got {offset!r}")
+        if offset + X.shape[1] > self.max_len:
+            raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}) from offset "
+                             f"{offset}, beyond max_len={self.max_len}: no position vector "
+                             f"exists beyond it")
+        stop = offset + X.shape[1]
+        return self.dropout(X + self.position_vectors(stop)[offset:].to(X.dtype))
 
 
 class PositionalEncoding(AddedPositions):

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import attention_core as ac
+from attention_core.transformer import TransformerEncoderBlock, make_transformer
 from attention_core.scoring import SCORE_FUNCTIONS
 from attention_core.variants import LocalAttention
 
@@ -58,6 +59,11 @@ CASES = [
         D, 4, num_kv_heads=1, query_size=D, key_size=D, value_size=D, need_weights=True),
      lambda dev: (torch.randn(B, N_Q, D, device=dev), torch.randn(B, N_K, D, device=dev),
                   torch.randn(B, N_K, D, device=dev), torch.tensor([5, 2], device=dev))),
+    ("TransformerEncoderBlock", lambda: TransformerEncoderBlock(D, 16, 2, num_kv_heads=1),
+     lambda dev: (torch.randn(B, N_K, D, device=dev), torch.tensor([5, 2], device=dev))),
+    ("Transformer", lambda: make_transformer(7, 9, num_hiddens=D, ffn_num_hiddens=16, num_heads=2),
+     lambda dev: (torch.randint(7, (B, N_K), device=dev), torch.randint(9, (B, N_Q), device=dev),
+                  torch.tensor([5, 2], device=dev))),
     ("LocalAttention m", lambda: LocalAttention(1, "m"),
      lambda dev: (torch.randn(B, N_Q, D, device=dev), torch.randn(B, N_K, D, device=dev),
                   torch.randn(B, N_K, 4, device=dev), torch.tensor([5, 2], device=dev))),

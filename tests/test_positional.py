@@ -36,7 +36,7 @@ def test_bad_input():
         pe(torch.zeros(7, 6))
     with pytest.raises(ValueError, match="num_hiddens is 6"):
         pe(torch.zeros(1, 3, 4))
-    with pytest.raises(ValueError, match="more than max_len=5"):
+    with pytest.raises(ValueError, match="beyond max_len=5"):
         pe(torch.zeros(1, 6, 6))
     with pytest.raises(ValueError, match="num_hiddens must be a positive int"):
         PositionalEncoding(0)
@@ -102,7 +102,7 @@ def test_learned_positions():
     X = torch.zeros(2, 4, 6)
     torch.testing.assert_close(pe(X)[0], pe.embedding.weight[:4])
     assert pe.embedding.weight.requires_grad
-    with pytest.raises(ValueError, match="more than max_len=10"):
+    with pytest.raises(ValueError, match="beyond max_len=10"):
         pe(torch.zeros(1, 11, 6))
 
 
@@ -132,3 +132,17 @@ def test_table_frequencies_are_the_frequencies():
     i = torch.arange(50, dtype=torch.float64)[:, None]
     torch.testing.assert_close(P[:, 0::2], torch.sin(i * frequencies(12)))
     torch.testing.assert_close(P[:, 1::2], torch.cos(i * frequencies(12)))
+
+
+@pytest.mark.parametrize("make", [lambda: PositionalEncoding(6, max_len=12),
+                                  lambda: LearnedPositionalEncoding(6, max_len=12)])
+def test_offset_encodes_step_t_as_position_t(make):
+    pe = make().eval()
+    X = torch.randn(2, 9, 6)
+    whole = pe(X)
+    steps = torch.cat([pe(X[:, t:t + 1], offset=t) for t in range(9)], dim=1)
+    torch.testing.assert_close(steps, whole)
+    with pytest.raises(ValueError, match="from offset 8, beyond max_len=12"):
+        pe(torch.randn(1, 5, 6), offset=8)
+    with pytest.raises(ValueError, match="offset must be an int >= 0"):
+        pe(X, offset=-1)

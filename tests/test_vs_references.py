@@ -127,3 +127,66 @@ def test_dot_product_attention_vs_sdpa(device):
     for backend in ac.BACKENDS:  # and every backend of the core agrees with torch
         out, _ = ac.attend(q, k, v, mask, backend=backend)
         torch.testing.assert_close(out, expected, **TOL)
+
+
+# --- the Transformer ---------------------------------------------------------------------
+
+from attention_core.transformer import TransformerDecoderBlock, TransformerEncoderBlock  # noqa: E402
+
+
+def test_encoder_block_loads_d2l_state_dict_and_agrees_with_padding():
+    theirs = d2l.TransformerEncoderBlock(24, 48, 4, 0.0).eval()
+    X = torch.randn(2, 5, 24)
+    lens = torch.tensor([5, 3])
+    theirs(X, lens)  # materialise d2l's lazy layers
+    ours = TransformerEncoderBlock(24, 48, 4, 0.0).eval()
+    ours.load_state_dict(theirs.state_dict())  # same names, same shapes
+    torch.testing.assert_close(ours(X, lens), theirs(X, lens), **TOL)
+
+
+def _copy_mha(ours, theirs):
+    """torch's in_proj (stacked W_q, W_k, W_v and biases) and out_proj into our MHA."""
+    W, b = theirs.in_proj_weight.chunk(3), theirs.in_proj_bias.chunk(3)
+    for name, w, bias in zip("qkv", W, b):
+        getattr(ours, f"W_{name}").weight.copy_(w)
+        getattr(ours, f"W_{name}").bias.copy_(bias)
+    ours.W_o.load_state_dict(theirs.out_proj.state_dict())
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_block_equals_torch_transformer_decoder_layer(norm_first):
+    ref = torch.nn.TransformerDecoderLayer(24, 4, 48, dropout=0.0, activation="relu",
+                                           batch_first=True, norm_first=norm_first).eval()
+    ours = TransformerDecoderBlock(24, 48, 4, 0.0, 0, use_bias=True, norm_first=norm_first).eval()
+    with torch.no_grad():
+        _copy_mha(ours.attention1, ref.self_attn)
+        _copy_mha(ours.attention2, ref.multihead_attn)
+        ours.ffn.dense1.load_state_dict(ref.linear1.state_dict())
+        ours.ffn.dense2.load_state_dict(ref.linear2.state_dict())
+        for i in (1, 2, 3):
+            getattr(ours, f"addnorm{i}").ln.load_state_dict(getattr(ref, f"norm{i}").state_dict())
+        enc, X, lens = torch.randn(2, 6, 24), torch.randn(2, 5, 24), torch.tensor([6, 2])
+        causal = torch.nn.Transformer.generate_square_subsequent_mask(5)
+        expected = ref(X, enc, tgt_mask=causal, tgt_is_causal=True,
+                       memory_key_padding_mask=torch.arange(6) >= lens[:, None])
+        got, _ = ours(X, ours.attention2.project_kv(enc, enc), lens)
+        torch.testing.assert_close(got, expected, **TOL)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_block_equals_torch_transformer_encoder_layer(norm_first):
+    torch.manual_seed(0)
+    ref = torch.nn.TransformerEncoderLayer(24, 4, 48, dropout=0.0, activation="relu",
+                                           batch_first=True, norm_first=norm_first).eval()
+    ours = TransformerEncoderBlock(24, 48, 4, 0.0, use_bias=True, norm_first=norm_first).eval()
+    with torch.no_grad():
+        _copy_mha(ours.attention, ref.self_attn)
+        ours.ffn.dense1.load_state_dict(ref.linear1.state_dict())
+        ours.ffn.dense2.load_state_dict(ref.linear2.state_dict())
+        ours.addnorm1.ln.load_state_dict(ref.norm1.state_dict())
+        ours.addnorm2.ln.load_state_dict(ref.norm2.state_dict())
+    X, lens = torch.randn(2, 5, 24), torch.tensor([5, 3])
+    ignore = torch.arange(5) >= lens[:, None]
+    with torch.no_grad():
+        torch.testing.assert_close(ours(X, lens)[0], ref(X, src_key_padding_mask=ignore)[0], **TOL)
+        torch.testing.assert_close(ours(X), ref(X), **TOL)
