@@ -78,7 +78,8 @@ def _check_sizes(num_hiddens, ffn_num_hiddens, num_heads, dropout):
 class TransformerEncoderBlock(nn.Module):
     """Self-attention, then the position-wise FFN, each inside AddNorm.
 
-    forward(X (B, n, num_hiddens), valid_lens None | (B,)) -> (B, n, num_hiddens).
+    forward(X (B, n, num_hiddens), valid_lens None | (B,), *, is_causal=False)
+    -> (B, n, num_hiddens).
     """
 
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
@@ -93,9 +94,21 @@ class TransformerEncoderBlock(nn.Module):
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
         self.addnorm2 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
 
-    def forward(self, X, valid_lens=None):
-        Y = self.addnorm1.residual(X, lambda x: self.attention(x, x, x, valid_lens))
+    def forward(self, X, valid_lens=None, *, is_causal: bool = False):
+        """is_causal: position i attends to positions <= i only (a decoder-only, GPT-style
+        block: causal self-attention and the FFN, no cross-attention)."""
+        Y = self.addnorm1.residual(X, lambda x: self.attention(x, x, x, valid_lens,
+                                                               is_causal=is_causal))
         return self.addnorm2.residual(Y, self.ffn)
+
+
+def _embedding(vocab_size, num_hiddens):
+    """Embeddings drawn with std 1/sqrt(d), so that after the sqrt(d) scaling they have unit
+    size, like the positions added to them (as in Vaswani et al.). nn.Embedding's default
+    std 1 would make them sqrt(d) times larger and drown the positions."""
+    embedding = nn.Embedding(vocab_size, num_hiddens)
+    nn.init.normal_(embedding.weight, std=num_hiddens**-0.5)
+    return embedding
 
 
 def _embed(module, tokens, offset=0):
@@ -117,7 +130,7 @@ class TransformerEncoder(nn.Module):
         super().__init__()
         check_positive_int(vocab_size=vocab_size, num_blks=num_blks)
         self.num_hiddens = num_hiddens
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.embedding = _embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential(*[
             TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias,
@@ -218,7 +231,7 @@ class TransformerDecoder(nn.Module):
         super().__init__()
         check_positive_int(vocab_size=vocab_size, num_blks=num_blks)
         self.num_hiddens, self.num_blks = num_hiddens, num_blks
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.embedding = _embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential(*[
             TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, i, use_bias,

@@ -137,3 +137,14 @@ def test_head_view_draws_one_line_per_visible_weight_and_checks_its_input():
     with pytest.raises(ValueError, match=r"weights must be \(heads, n_queries, n_keys\)"):
         draw_head_view(ax, w[0], ["q1", "q2"], list("abcd"))
     plt.close(fig)
+
+
+def test_transformer_diagram_names_every_part_and_every_shape():
+    from attention_core.book.plot import draw_transformer_diagram
+    fig, ax = plt.subplots()
+    draw_transformer_diagram(ax, B="2", n_src="7", n_tgt="5", d="64", vocab="100")
+    text = " ".join(t.get_text() for t in ax.texts)
+    for part in ("encoder block", "decoder block", "cross-attention", "causal self-attention",
+                 "交叉注意力", "(2, 7, 64)", "(2, 5, 64)", "(2, 5, 100)", "every decoder block"):
+        assert part in text, part
+    plt.close(fig)

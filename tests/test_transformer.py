@@ -155,3 +155,15 @@ def test_meta_device_shapes():
     src = torch.zeros(3, 7, dtype=torch.long, device="meta")
     tgt = torch.zeros(3, 5, dtype=torch.long, device="meta")
     assert m(src, tgt, torch.tensor([7, 4, 1], device="meta")).shape == (3, 5, V_TGT)
+
+
+def test_encoder_block_with_a_causal_mask_is_a_decoder_only_block():
+    torch.manual_seed(0)
+    blk = TransformerEncoderBlock(16, 32, 4).eval()
+    X = torch.randn(2, 6, 16)
+    with torch.no_grad():
+        out = blk(X, is_causal=True)
+        Y = X.clone()
+        Y[:, 4:] = torch.randn(2, 2, 16)
+        assert torch.equal(blk(Y, is_causal=True)[:, :4], out[:, :4])
+        assert not torch.allclose(blk(X)[:, :4], out[:, :4])  # without the mask, it looks ahead

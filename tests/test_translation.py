@@ -169,3 +169,17 @@ def test_training_lowers_the_loss_and_decays_the_learning_rate():
                             generator=seeded(0), progress=False)
     assert len(history) == 10 and history[-1] < history[0] / 2
     assert model.training  # left in training mode, as a training loop should
+
+
+def test_learning_rate_schedules():
+    from attention_core.worlds.translation import (inverse_sqrt_warmup, linear_decay,
+                                                   warmup_linear_decay)
+    f = inverse_sqrt_warmup(100)
+    assert f(0, 1000) == pytest.approx(0.01) and f(99, 1000) == pytest.approx(1.0)
+    assert f(399, 1000) == pytest.approx(0.5)  # sqrt(100 / 400): 1/sqrt(step) after the peak
+    g = warmup_linear_decay(100)
+    assert g(49, 1000) == pytest.approx(0.5) and g(100, 1000) == pytest.approx(1.0)
+    assert g(550, 1000) == pytest.approx(0.5) and g(999, 1000) == pytest.approx(1 / 900)
+    assert linear_decay(250, 1000) == 0.75
+    with pytest.raises(ValueError, match="warmup must be a positive int"):
+        warmup_linear_decay(0)

@@ -151,3 +151,53 @@ def draw_head_view(ax, weights, query_labels, key_labels, heads="all", colors=No
     ax.set_ylim(-0.08, 1.08)
     ax.axis("off")
     return ax
+
+
+def draw_transformer_diagram(ax, B="B", n_src="n_src", n_tgt="n", d="d", vocab="V"):
+    """The encoder-decoder Transformer as boxes and arrows, with the tensor shape on every
+    arrow. Every decoder block reads the *last* encoder block's output."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    def box(x, y, w, h, text, color):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02",
+                                    facecolor=color, edgecolor="0.3", linewidth=1))
+        ax.text(x, y, text, ha="center", va="center", fontsize=8)
+
+    def arrow(x0, y0, x1, y1, label=None, side="right"):
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=10,
+                                     color="0.3", linewidth=1, connectionstyle="arc3,rad=0"))
+        if label:
+            dx = 0.03 if side == "right" else -0.03
+            ax.text((x0 + x1) / 2 + dx, (y0 + y1) / 2, label, fontsize=7, color="0.25",
+                    ha="left" if side == "right" else "right", va="center")
+
+    enc, dec = 0.25, 0.75
+    act = f"({B}, {n_src}, {d})"
+    box(enc, 0.06, 0.3, 0.06, f"source tokens · 源词元 ({B}, {n_src})", "#f2f2f2")
+    box(enc, 0.2, 0.3, 0.07, "embedding ×√d + positions\n嵌入 ×√d + 位置编码", "#fde9c9")
+    box(enc, 0.47, 0.3, 0.3, "encoder block × L · 编码器块\n\nmulti-head self-attention\n多头自注意力\n"
+        "add & norm · 加 & 规范化\nposition-wise FFN · 逐位前馈网络\nadd & norm", "#dbe9f6")
+    arrow(enc, 0.09, enc, 0.165, f"({B}, {n_src})")
+    arrow(enc, 0.235, enc, 0.32, act)
+    tgt = f"({B}, {n_tgt}, {d})"
+    box(dec, 0.06, 0.3, 0.06, f"target so far · 已有目标 ({B}, {n_tgt})", "#f2f2f2")
+    box(dec, 0.2, 0.3, 0.07, "embedding ×√d + positions\n嵌入 ×√d + 位置编码", "#fde9c9")
+    box(dec, 0.51, 0.3, 0.38, "decoder block × L · 解码器块\n\ncausal self-attention\n因果自注意力\n"
+        "add & norm\ncross-attention · 交叉注意力\n(K, V from the encoder)\nadd & norm\n"
+        "position-wise FFN\nadd & norm", "#e3f1dc")
+    box(dec, 0.86, 0.3, 0.06, "linear → vocabulary · 线性层 → 词表", "#fde9c9")
+    arrow(dec, 0.09, dec, 0.165, f"({B}, {n_tgt})")
+    arrow(dec, 0.235, dec, 0.32, tgt)
+    arrow(dec, 0.70, dec, 0.83, tgt)
+    arrow(dec, 0.89, dec, 0.97, f"({B}, {n_tgt}, {vocab})")
+    # the last encoder output feeds every decoder block's cross-attention
+    arrow(enc, 0.62, enc, 0.74, act, side="left")
+    ax.add_patch(FancyArrowPatch((enc, 0.74), (dec - 0.15, 0.47), arrowstyle="-|>",
+                                 mutation_scale=10, color="#2a6fb0", linewidth=1.5,
+                                 connectionstyle="arc3,rad=-0.3"))
+    ax.text(enc, 0.8, "last encoder output → every decoder block\n编码器最后一块的输出 → 每个解码器块",
+            fontsize=7, color="#2a6fb0", ha="center")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    return ax

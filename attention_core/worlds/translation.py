@@ -397,8 +397,8 @@ def read_tsv_pairs(path, max_pairs: int | None = None, lowercase: bool = True):
 
 
 # ---- training ------------------------------------------------------------------------
-def masked_cross_entropy(logits, targets, valid_lens):
-    """Mean cross-entropy over the valid target tokens only.
+def masked_cross_entropy(logits, targets, valid_lens, label_smoothing: float = 0.0):
+    """Mean cross-entropy over the valid target tokens only (with optional label smoothing).
 
     logits (batch, n, vocab), targets (batch, n), valid_lens (batch,): positions at or beyond
     a sequence's valid length (padding) contribute nothing, so padding never trains the model.
@@ -407,18 +407,42 @@ def masked_cross_entropy(logits, targets, valid_lens):
         raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must "
                          f"agree in (batch, n)")
     mask = torch.arange(targets.shape[1], device=targets.device)[None] < valid_lens.to(targets.device)[:, None]
-    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none",
+                                               label_smoothing=label_smoothing)
     return (losses * mask).sum() / mask.sum()
 
 
+def inverse_sqrt_warmup(warmup: int):
+    """Vaswani et al.'s schedule as a factor of the peak rate: a linear rise over ``warmup``
+    steps, then decay as 1/sqrt(step): factor(step) = min(step / warmup, sqrt(warmup / step))."""
+    check_positive_int(warmup=warmup)
+    return lambda step, total: min((step + 1) / warmup, (warmup / (step + 1)) ** 0.5)
+
+
+def warmup_linear_decay(warmup: int):
+    """A linear rise over ``warmup`` steps to the peak rate, then a linear fall to 0 at the
+    last step: factor(step) = min(step / warmup, (total - step) / (total - warmup))."""
+    check_positive_int(warmup=warmup)
+    return lambda step, total: min((step + 1) / warmup, (total - step) / max(total - warmup, 1))
+
+
+def linear_decay(step: int, total: int) -> float:
+    """The learning rate falls linearly from its peak to 0 over the run."""
+    return 1 - step / total
+
+
 def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
-                  lr: float = 0.005, clip: float = 1.0, decay: bool = True,
+                  lr: float = 0.005, clip: float = 1.0, decay: bool = True, schedule=None,
+                  label_smoothing: float = 0.0,
                   generator: torch.Generator | None = None, device=None, progress: bool = True):
     """Teacher-forced training with Adam, masked loss and gradient clipping.
 
     data: a TranslationData; pairs: the training pairs. With ``decay`` the learning rate falls
     linearly from ``lr`` to 0 over the run: the last steps are small, so the final model
-    depends less on the rounding of any one machine than at a constant rate. Batches and
+    depends less on the rounding of any one machine than at a constant rate; ``schedule``
+    (step, total steps) -> factor replaces it (e.g. ``inverse_sqrt_warmup(400)``).
+    label_smoothing: the cross-entropy's target puts this much mass uniformly on the vocabulary
+    (the loss returned includes it). Batches and
     their order come from ``generator``, so the same call gives the same model on one
     machine. The progress bar (tqdm) is display only. Returns the mean loss of each epoch.
     """
@@ -428,8 +452,9 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
     device = device or next(model.parameters()).device
     n_batches = -(-len(pairs) // batch_size)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: 1 - step / (epochs * n_batches) if decay else 1.0)
+    total = epochs * n_batches
+    factor = schedule or (linear_decay if decay else (lambda step, total: 1.0))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: factor(step, total))
     bos = data.tgt_vocab.bos
     history = []
     model.train()
@@ -439,12 +464,12 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
             for src, src_lens, tgt, tgt_lens in data.batches(pairs, batch_size, generator):
                 src, tgt = src.to(device), tgt.to(device)
                 logits = model(src, decoder_input(tgt, bos), src_lens.to(device))
-                loss = masked_cross_entropy(logits, tgt, tgt_lens)
+                loss = masked_cross_entropy(logits, tgt, tgt_lens, label_smoothing)
                 optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
                 optimizer.step()
-                schedule.step()
+                scheduler.step()
                 losses.append(loss.detach())
                 bar.update(1)
             history.append(torch.stack(losses).mean().item())  # one host read per epoch
