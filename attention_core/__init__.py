@@ -3,8 +3,8 @@
 Three layers:
 
 * mechanisms (this package, torch only): masking, pooling, scoring, attention (the core
-  ``attend`` and the layers over it), variants (local, hard), positional, multihead, seq2seq,
-  decoding;
+  ``attend`` and the layers over it), variants (local, hard), positional, multihead,
+  transformer, efficient (long lengths), seq2seq, decoding;
 * ``attention_core.worlds``: the toy worlds the chapters train and measure on;
 * ``attention_core.book``: figures, sliders, displayed source and timing for the chapters
   (``pip install -e .[book]``).
@@ -28,6 +28,7 @@ Masks are boolean, True where a query may attend to a key (torch SDPA's polarity
 from .attention import (BACKENDS, AdditiveAttention, DotProductAttention, ScoredAttention,
                         SelfAttention, attend)
 from .book.runtime import get_device, set_seed
+from .efficient import chunked_attention, linear_attention, online_softmax, sliding_window_attention
 from .masking import causal_mask, masked_softmax, valid_lens_to_mask
 from .multihead import MultiHeadAttention
 from .pooling import KERNELS, NWKernelRegression, nadaraya_watson
@@ -35,7 +36,8 @@ from .positional import (LearnedPositionalEncoding, PositionalEncoding, RotaryEm
                          sinusoidal_table)
 
 __all__ = [
-    "AdditiveAttention", "BACKENDS", "DotProductAttention", "KERNELS", "LearnedPositionalEncoding",
+    "AdditiveAttention", "BACKENDS", "chunked_attention", "linear_attention", "online_softmax",
+    "sliding_window_attention", "DotProductAttention", "KERNELS", "LearnedPositionalEncoding",
     "MultiHeadAttention", "NWKernelRegression", "PositionalEncoding", "RotaryEmbedding",
     "ScoredAttention", "SelfAttention", "attend", "causal_mask", "get_device", "masked_softmax",
     "nadaraya_watson", "set_seed", "sinusoidal_table", "valid_lens_to_mask",

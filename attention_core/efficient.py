@@ -1,0 +1,203 @@
+"""Attention at long lengths: the online softmax, exact attention tile by tile (as FlashAttention
+computes it, in plain PyTorch), sliding-window attention and linear attention.
+
+Exact attention over n keys needs an (n_q, n_k) score matrix if computed in one go: 4 GB in
+float32 at 32k tokens. ``chunked_attention`` computes the same result from (block, block) tiles,
+keeping for each query only a running maximum, a running sum and a running output (the online
+softmax of Milakov & Gimelshein, 2018), so its extra memory grows linearly in n. It is also the
+attention core's "chunked" backend.
+
+``sliding_window_attention`` lets each query see the keys within ``window`` positions (the last
+``window`` for causal attention), computed block by block, so time and memory grow linearly in n.
+``linear_attention`` (Katharopoulos et al., 2020) replaces exp(q.k) by phi(q).phi(k) with
+phi = elu + 1, which lets the sum over keys be computed once: O(n) time and memory.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.nn import functional as F
+
+from ._checks import check_positive_int, check_qkv, check_tensor
+from .attention import BACKENDS, check_mask, share_kv_heads
+from .masking import padding_mask
+
+
+# ---- the online softmax ----------------------------------------------------------------
+def softmax_statistics(x: torch.Tensor, block_size: int = 128):
+    """One pass over the last axis in blocks: the running maximum m and the running sum
+    l = sum_j exp(x_j - m), rescaled whenever the maximum grows:
+    l <- l * exp(m_old - m_new) + sum_block exp(x_j - m_new). Returns (m, l), each (...,)."""
+    check_tensor("x", x)
+    check_positive_int(block_size=block_size)
+    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)
+    l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    for start in range(0, x.shape[-1], block_size):
+        block = x[..., start:start + block_size]
+        m_new = torch.maximum(m, block.amax(-1))
+        l = l * torch.exp(m - m_new) + torch.exp(block - m_new[..., None]).sum(-1)
+        m = m_new
+    return m, l
+
+
+def online_softmax(x: torch.Tensor, block_size: int = 128) -> torch.Tensor:
+    """softmax over the last axis from the streamed statistics: exp(x - m) / l."""
+    m, l = softmax_statistics(x, block_size)
+    return torch.exp(x - m[..., None]) / l[..., None]
+
+
+# ---- exact attention, tile by tile -------------------------------------------------------
+def _tile(mask, q_slice, k_slice):
+    """The part of a broadcastable mask (..., n_q or 1, n_k or 1) that covers one tile."""
+    rows = q_slice if mask.shape[-2] > 1 else slice(None)
+    cols = k_slice if mask.shape[-1] > 1 else slice(None)
+    return mask[..., rows, cols]
+
+
+def _chunked(queries, keys, values, mask=None, *, is_causal=False, scale=None, block_size=128):
+    keys, values = share_kv_heads(queries, keys, values)
+    n_q, n_k = queries.shape[-2], keys.shape[-2]
+    scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    out = queries.new_empty(*queries.shape[:-1], values.shape[-1])
+    for q0 in range(0, n_q, block_size):
+        q1 = min(q0 + block_size, n_q)
+        q = queries[..., q0:q1, :] * scale
+        m = q.new_full(q.shape[:-1], float("-inf"))           # running max per query
+        l = q.new_zeros(q.shape[:-1])                          # running sum of exp
+        acc = q.new_zeros(*q.shape[:-1], values.shape[-1])     # running weighted sum of values
+        # causal: query i sees keys j <= i, so key tiles that start after q1 - 1 are all masked
+        k_end = min(n_k, q1) if is_causal else n_k
+        for k0 in range(0, k_end, block_size):
+            k1 = min(k0 + block_size, n_k)
+            s = q @ keys[..., k0:k1, :].transpose(-2, -1)     # (..., bq, bk): one tile
+            allowed = None if mask is None else _tile(mask, slice(q0, q1), slice(k0, k1))
+            if is_causal and k1 - 1 > q0:                     # a tile on the diagonal
+                causal = (torch.arange(q0, q1, device=s.device)[:, None]
+                          >= torch.arange(k0, k1, device=s.device))
+                allowed = causal if allowed is None else allowed & causal
+            if allowed is not None:
+                s = s.masked_fill(~allowed, float("-inf"))
+            m_new = torch.maximum(m, s.amax(-1))
+            m_safe = torch.where(torch.isinf(m_new), 0.0, m_new)  # a row with nothing seen yet
+            p = torch.exp(s - m_safe[..., None])                   # 0 where masked
+            alpha = torch.exp(m - m_safe)                          # rescale what came before
+            l = l * alpha + p.sum(-1)
+            acc = acc * alpha[..., None] + p @ values[..., k0:k1, :]
+            m = m_new
+        # a query that saw no key keeps l = 0: its output is 0, as on every backend
+        out[..., q0:q1, :] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
+    return out
+
+
+def chunked_attention(queries, keys, values, valid_lens=None, *, is_causal: bool = False,
+                      mask=None, scale=None, block_size: int = 128) -> torch.Tensor:
+    """Exact scaled dot-product attention from (block_size, block_size) tiles.
+
+    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v); valid_lens
+    None | (B,) | (B, n_q); mask boolean, broadcastable to (B, [h,] n_q, n_k), True = may
+    attend; is_causal: query i sees keys j <= i. Never holds more than one tile of scores:
+    extra memory O(n_q * (d_v + block_size)), not O(n_q * n_k). Tiles that the causal mask
+    hides entirely are skipped. Returns (B, [h,] n_q, d_v); a query with no key gets zeros.
+    """
+    check_qkv(queries, keys, values, any_rank=True)
+    check_positive_int(block_size=block_size)
+    check_mask(mask, queries, keys)
+    lens_mask = padding_mask(valid_lens, queries, keys)
+    if lens_mask is not None:
+        mask = lens_mask if mask is None else mask & lens_mask
+    return _chunked(queries, keys, values, mask, is_causal=is_causal, scale=scale,
+                    block_size=block_size)
+
+
+def _chunked_backend(queries, keys, values, mask=None, *, is_causal=False, scale=None,
+                     dropout_p=0.0):
+    if dropout_p > 0:
+        raise ValueError("the chunked backend applies no dropout to the weights: use "
+                         "backend='math' or 'sdpa' in training with dropout")
+    return _chunked(queries, keys, values, mask, is_causal=is_causal, scale=scale), None
+
+
+BACKENDS["chunked"] = _chunked_backend
+
+
+# ---- sliding windows --------------------------------------------------------------------
+def sliding_window_attention(queries, keys, values, window: int, *, is_causal: bool = False,
+                             valid_lens=None, scale=None) -> torch.Tensor:
+    """Each query i attends to the keys j with |i - j| <= window (i - window <= j <= i when
+    causal), for self-attention-shaped inputs: queries, keys, values (B, [h,] n, d).
+
+    Queries are taken in blocks of ``window``; a block's keys lie in the block itself and the
+    ones before and after it, so scores are (n / window) tiles of (window, 3 window): time and
+    memory grow linearly in n. Returns (B, [h,] n, d_v).
+    """
+    check_qkv(queries, keys, values, any_rank=True)
+    check_positive_int(window=window)
+    n = queries.shape[-2]
+    if keys.shape[-2] != n:
+        raise ValueError(f"sliding_window_attention is for self-attention: queries have {n} "
+                         f"positions (shape {tuple(queries.shape)}) and keys "
+                         f"{keys.shape[-2]} (shape {tuple(keys.shape)})")
+    keys, values = share_kv_heads(queries, keys, values)
+    w = window
+    scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    blocks = -(-n // w)
+    pad_end = blocks * w - n
+
+    def windows(x):  # (..., n, e) -> (..., blocks, 3w, e): each block's keys, with w either side
+        x = F.pad(x, (0, 0, w, w + pad_end))
+        return x.unfold(-2, 3 * w, w).transpose(-2, -1)
+
+    q = F.pad(queries, (0, 0, 0, pad_end)).unflatten(-2, (blocks, w))        # (..., blocks, w, d)
+    kw, vw = windows(keys), windows(values)                                    # views, no copy
+    limit = None
+    if valid_lens is not None:
+        lens = padding_mask(valid_lens, queries, keys)                          # (B, 1.., 1|n, n)
+        if lens.shape[-2] != 1:
+            raise ValueError("sliding_window_attention takes one valid length per sequence, (B,)")
+        limit = lens.sum(-1, keepdim=True)[..., None]                           # (B, 1.., 1, 1, 1)
+    # a group of blocks at a time, so the scores held never exceed ~4M numbers whatever n is
+    group = max(1, 4_000_000 // (w * 3 * w * max(1, q[..., :1, :1, :1].numel())))
+    outs = []
+    for b0 in range(0, blocks, group):
+        b1 = min(b0 + group, blocks)
+        scores = q[..., b0:b1, :, :] @ kw[..., b0:b1, :, :].transpose(-2, -1) * scale
+        i = torch.arange(b0 * w, b1 * w, device=q.device).view(b1 - b0, w, 1)  # query positions
+        j = (torch.arange(b0, b1, device=q.device).view(-1, 1, 1) * w - w
+             + torch.arange(3 * w, device=q.device))                            # key positions
+        allowed = (j >= 0) & (j < n) & (j >= i - w) & ((j <= i) if is_causal else (j <= i + w))
+        if limit is not None:
+            allowed = allowed & (j < limit)
+        weights = torch.softmax(scores.masked_fill_(~allowed, float("-inf")), dim=-1)
+        outs.append(weights.nan_to_num(0.0) @ vw[..., b0:b1, :, :])            # no key: zeros
+    return torch.cat(outs, dim=-3).flatten(-3, -2)[..., :n, :]
+
+
+# ---- linear attention -------------------------------------------------------------------
+def linear_attention(queries, keys, values, *, is_causal: bool = False, chunk_size: int = 64,
+                     eps: float = 1e-6) -> torch.Tensor:
+    """Attention with the kernel phi(q).phi(k), phi = elu + 1, in place of exp(q.k / sqrt(d)):
+    out_i = phi(q_i)^T S / phi(q_i)^T z with S = sum_j phi(k_j) v_j^T and z = sum_j phi(k_j),
+    over all j (or j <= i when causal). S is (d, d_v): the cost is O(n d d_v), linear in n.
+    Causal attention carries S and z from chunk to chunk and is exact within each chunk.
+    """
+    check_qkv(queries, keys, values, any_rank=True)
+    check_positive_int(chunk_size=chunk_size)
+    keys, values = share_kv_heads(queries, keys, values)
+    q, k = F.elu(queries) + 1, F.elu(keys) + 1
+    if not is_causal:
+        S = k.transpose(-2, -1) @ values                     # (..., d, d_v)
+        z = k.sum(-2)                                        # (..., d)
+        return (q @ S) / ((q * z[..., None, :]).sum(-1, keepdim=True) + eps)
+    S = q.new_zeros(*q.shape[:-2], q.shape[-1], values.shape[-1])
+    z = q.new_zeros(*q.shape[:-2], q.shape[-1])
+    outs = []
+    for start in range(0, q.shape[-2], chunk_size):
+        qc, kc, vc = (t[..., start:start + chunk_size, :] for t in (q, k, values))
+        a = (qc @ kc.transpose(-2, -1)).tril()               # within the chunk: j <= i
+        numerator = qc @ S + a @ vc
+        denominator = (qc * z[..., None, :]).sum(-1, keepdim=True) + a.sum(-1, keepdim=True)
+        outs.append(numerator / (denominator + eps))
+        S = S + kc.transpose(-2, -1) @ vc
+        z = z + kc.sum(-2)
+    return torch.cat(outs, dim=-2)
