@@ -55,6 +55,8 @@ bench: env
 	$(BIN)/python bench/bench_mha.py
 	$(BIN)/python bench/bench_checks.py
 	$(BIN)/python bench/bench_gqa.py
+	$(BIN)/python bench/bench_kv_cache.py
+	$(BIN)/python bench/bench_long.py
 
 clean:
 	rm -rf _build

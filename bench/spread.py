@@ -78,9 +78,18 @@ def main():
     for path in args.notebooks:
         results = {}
         for name in names:
-            results[name] = run(path, SETTINGS[name])
+            try:
+                results[name] = run(path, SETTINGS[name])
+            except Exception as err:  # a dead kernel loses one setting, not the whole run
+                print(f"[{path.name}] {name}: did not finish ({type(err).__name__}: {err})")
+                continue
             print(f"[{path.name}] {name}: {results[name][2]:.0f} s, "
                   f"{len(results[name][1])} failed cells", flush=True)
+            for k, text in enumerate(results[name][0]):  # as it goes: a later crash keeps these
+                print(f"--- {name}, tagged cell {k + 1}\n{text.rstrip()}", flush=True)
+        names = [name for name in names if name in results]
+        if not names:
+            continue
         for k in range(len(results[names[0]][0])):
             print(f"\n===== {path.name}: tagged cell {k + 1} =====")
             for name in names:
