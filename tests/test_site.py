@@ -463,3 +463,39 @@ def test_language_buttons_fit_on_one_line_on_a_phone(browser):
     assert len({b["top"] for b in boxes}) == 1, boxes  # one row
     assert max(b["right"] for b in boxes) <= 390, boxes  # inside the screen
     context.close()
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_chapter_html_is_light(page_path):
+    html = (HTML / page_path).read_text(encoding="utf-8")
+    assert "base64," not in html, "slider frames must be image files, not inline base64"
+    assert (HTML / page_path).stat().st_size <= 300_000
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_first_view_of_a_chapter_is_light(browser, served, page_path):
+    """What a reader with an empty cache downloads for the first screen of a chapter, as a
+    host that compresses text (README.md) sends it: at most 1.5 MB."""
+    import gzip
+
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    sent = {}
+
+    def record(response):
+        try:
+            body = response.body()
+        except Exception:  # a redirect or an aborted request has no body
+            return
+        compressible = response.url.split("?")[0].endswith((".html", ".js", ".css", ".json", ".svg"))
+        sent[response.url] = len(gzip.compress(body, 6)) if compressible else len(body)
+
+    page.on("response", record)
+    page.goto(served + page_path)
+    page.wait_for_load_state("networkidle")
+    assert not [u for u in sent if "fontawesome.js" in u]  # the theme's icon font suffices
+    frames = [u for u in sent if "/_images/acframe-" in u]
+    assert len(frames) <= page.locator(".ac-slider-figure").count()  # the others on demand
+    total = sum(sent.values())
+    assert total <= 1_500_000, f"first view sends {total} bytes: {sorted(sent.items(), key=lambda x: -x[1])[:5]}"
+    context.close()
