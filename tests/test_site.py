@@ -499,3 +499,27 @@ def test_first_view_of_a_chapter_is_light(browser, served, page_path):
     total = sum(sent.values())
     assert total <= 1_500_000, f"first view sends {total} bytes: {sorted(sent.items(), key=lambda x: -x[1])[:5]}"
     context.close()
+
+
+def test_citations_use_one_author_year_label_and_link_back(browser):
+    v = Visit(browser, "book/references.html")
+    entries = v.page.evaluate("""() => [...document.querySelectorAll('div.citation')].map(d => ({
+        id: d.id,
+        label: d.querySelector('.label').innerText.replace(/^\\[|\\]$/g, ''),
+        back: [...d.querySelectorAll('a.citation-backlink')].map(a => a.href)}))""")
+    assert len(entries) >= 10
+    for entry in entries:
+        assert re.fullmatch(r"[^\d\[\]]+, \d{4}[a-z]?", entry["label"]), entry  # not [BCB14]
+        assert entry["back"], f"{entry['label']} links back to no page"
+    # every link back lands on a citation in the text that shows the same label
+    for entry in entries:
+        href = entry["back"][0]
+        v.page.goto(href)
+        shown = v.page.evaluate("(id) => { const e = document.getElementById(id); return e && e.innerText; }",
+                                href.split("#")[1])
+        plain = lambda t: " ".join(re.sub(r"[\[\],]", " ", t).split())  # [A, 2014] or A [2014]
+        assert shown and plain(entry["label"]) in plain(shown), (entry, shown)
+        target = v.page.evaluate("(id) => [...document.getElementById(id).querySelectorAll('a')]"
+                                 ".map(a => a.getAttribute('href').split('#')[1])", href.split("#")[1])
+        assert entry["id"] in target
+    v.context.close()
