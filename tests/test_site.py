@@ -523,3 +523,13 @@ def test_citations_use_one_author_year_label_and_link_back(browser):
                                  ".map(a => a.getAttribute('href').split('#')[1])", href.split("#")[1])
         assert entry["id"] in target
     v.context.close()
+
+
+def test_no_empty_general_index():
+    """genindex.html is either useful (it lists entries) or not built, and nothing links to it."""
+    index = HTML / "genindex.html"
+    if index.exists():
+        text = index.read_text(encoding="utf-8")
+        assert re.search(r'<table class="indextable[^>]*>.*?<a ', text, re.S), "an empty index"
+    else:
+        assert not [p for p in PAGES if "genindex.html" in (HTML / p).read_text(encoding="utf-8")]
