@@ -533,3 +533,29 @@ def test_no_empty_general_index():
         assert re.search(r'<table class="indextable[^>]*>.*?<a ', text, re.S), "an empty index"
     else:
         assert not [p for p in PAGES if "genindex.html" in (HTML / p).read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("width, side_by_side", [(1366, True), (390, False)])
+def test_both_languages_side_by_side_on_a_wide_screen(browser, width, side_by_side):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto((HTML / CHAPTER).as_uri() + "?lang=both")
+    page.wait_for_load_state("load")
+    en, zh = page.evaluate("""() => {
+        const en = document.querySelector('article section > div.lang-en');
+        const zh = en.nextElementSibling;
+        return [en.getBoundingClientRect().toJSON(), zh.getBoundingClientRect().toJSON()];
+    }""")
+    if side_by_side:
+        assert abs(en["top"] - zh["top"]) < 2 and zh["left"] >= en["right"]
+    else:
+        assert zh["top"] >= en["bottom"] - 1
+    context.close()
+
+
+def test_slider_labels_are_separated_in_both_languages_mode(browser):
+    v = Visit(browser, CHAPTER)
+    v.page.click(".lang-switch button[value=both]")
+    label = v.page.locator(".ac-slider-figure label").first.inner_text()
+    assert re.fullmatch(r".+\S · \S.+", label), label  # "bandwidth σ · 带宽 σ", not "bandwidth σ带宽 σ"
+    v.context.close()

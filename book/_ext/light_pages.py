@@ -74,6 +74,20 @@ def externalise_frames(app, pagename, templatename, context, doctree):
     context["body"] = body
 
 
+SEPARATE = '</span><span class="lang-zh" lang="zh-Hans">'
+
+
+def separate_languages(app, pagename, templatename, context, doctree):
+    """A slider's English and Chinese label and note sit in two adjacent spans: in the
+    both-languages mode they ran together ("bandwidth σ带宽 σ"). A separator shown only in
+    that mode (book.css) gives "bandwidth σ · 带宽 σ"."""
+    body = context.get("body")
+    if app.builder.format == "html" and body and "ac-slider-figure" in body:
+        context["body"] = body.replace(
+            SEPARATE, '</span><span class="lang-sep" aria-hidden="true"> · </span>'
+            '<span class="lang-zh" lang="zh-Hans">')
+
+
 def lazy_images(app, pagename, templatename, context, doctree):
     """Figures below the first screen load when the reader scrolls to them."""
     body = context.get("body")
@@ -97,5 +111,6 @@ def drop_fontawesome_js(app, exception):
 def setup(app):
     app.connect("html-page-context", externalise_frames)
     app.connect("html-page-context", lazy_images)
+    app.connect("html-page-context", separate_languages)
     app.connect("build-finished", drop_fontawesome_js)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
