@@ -559,3 +559,17 @@ def test_slider_labels_are_separated_in_both_languages_mode(browser):
     label = v.page.locator(".ac-slider-figure label").first.inner_text()
     assert re.fullmatch(r".+\S · \S.+", label), label  # "bandwidth σ · 带宽 σ", not "bandwidth σ带宽 σ"
     v.context.close()
+
+
+def test_search_icon_does_not_cover_the_query(browser):
+    """Icons are drawn by the theme's icon font (fontawesome.js is dropped): the search form's
+    magnifier must still sit beside the query, not on top of it."""
+    v = Visit(browser, "search.html")
+    icon, text_left = v.page.evaluate("""() => {
+        const form = document.querySelector('article form.bd-search');
+        const input = form.querySelector('input');
+        const left = input.getBoundingClientRect().left + parseFloat(getComputedStyle(input).paddingLeft);
+        return [form.querySelector('.fa-magnifying-glass').getBoundingClientRect().toJSON(), left];
+    }""")
+    assert icon["width"] > 0 and icon["right"] <= text_left + 1
+    v.context.close()
