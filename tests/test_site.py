@@ -566,7 +566,7 @@ def test_search_icon_does_not_cover_the_query(browser):
     magnifier must still sit beside the query, not on top of it."""
     v = Visit(browser, "search.html")
     icon, text_left = v.page.evaluate("""() => {
-        const form = document.querySelector('article form.bd-search');
+        const form = document.querySelector('.bd-search-container form.bd-search');
         const input = form.querySelector('input');
         const left = input.getBoundingClientRect().left + parseFloat(getComputedStyle(input).paddingLeft);
         return [form.querySelector('.fa-magnifying-glass').getBoundingClientRect().toJSON(), left];
