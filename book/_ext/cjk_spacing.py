@@ -1,16 +1,12 @@
-"""Chinese typography: no stray space where a source line breaks inside a Chinese paragraph.
+"""Chinese typography: no space between two Chinese characters.
 
 Markdown turns a line break into a space, which English needs and Chinese does not: a
-paragraph wrapped after "输入。" shows "输入。 本书". Before each page is written we remove, in
-prose only (never in code, math or raw HTML), the white space
-
-* that contains a line break and sits between two CJK characters (ideographs or CJK
-  punctuation), and
-* of any kind that follows CJK punctuation and precedes a CJK character ("斯坦福、 微软").
-
-A space typed deliberately between two ideographs on one line ("第 1 章 注意力提示") stays, and
-so do the spaces around Latin words and math ("用 softmax 归一化", "第 $i$ 个"). The rule also
-works across inline markup: "斯坦福、\\n**微软**" loses its space as well.
+paragraph wrapped after "输入。" shows "输入。 本书". A space typed between two Chinese words
+("把 键值缓存", often left where an English term was replaced) is just as stray. Before each
+page is written we remove, in prose only (never in code, math or raw HTML), any white space
+between a CJK character (ideograph or CJK punctuation) and the next CJK character. The spaces
+around Latin words, numbers and math stay ("用 softmax 归一化", "第 $i$ 个", "第 1 章"). The rule
+works across inline markup: "斯坦福、\n**微软**" and "这就是 *键值缓存*" lose their space too.
 """
 from __future__ import annotations
 
@@ -22,8 +18,7 @@ IDEO = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 PUNCT = "\u3000-\u303f\uff00-\uffef"
 CJK = f"[{IDEO}{PUNCT}]"
 # the white space to remove, seen in the text of a run of neighbouring prose nodes
-STRAY = [re.compile(rf"(?<={CJK})[ \t]*\n\s*(?={CJK})"),   # a line break between CJK characters
-         re.compile(rf"(?<=[{PUNCT}])\s+(?={CJK})")]          # any space after CJK punctuation
+STRAY = [re.compile(rf"(?<={CJK})\s+(?={CJK})")]
 # text in these is not prose: keep it byte for byte
 VERBATIM = (nodes.FixedTextElement, nodes.literal, nodes.math, nodes.raw, nodes.comment)
 
