@@ -4,15 +4,19 @@ Needs the built site (`make book`) and a Chromium (Debian's `chromium` package);
 Python package drives it, and no browser is downloaded. Without Chromium these tests skip;
 `.ci/run` installs it where it can.
 """
+import functools
+import http.server
 import json
 import os
+import re
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
+HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()  # another build
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--disable-quic"]
@@ -31,12 +35,17 @@ PAGES = sorted(str(p.relative_to(HTML)) for p in HTML.glob("**/*.html")
 
 
 @pytest.fixture(scope="module")
-def browser():
+def playwright():
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield b
-        b.close()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright):
+    b = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    yield b
+    b.close()
 
 
 class Visit:
@@ -145,10 +154,421 @@ def test_shipped_cjk_font_covers_every_chinese_character():
     font = HTML / "_static" / "fonts" / "book-cjk.woff"
     cmap = TTFont(font).getBestCmap()
     chars = set()
-    for page in PAGES:
+    for page in [*PAGES, "_static/lang-switch.js"]:  # and the localised interface strings
         chars |= set(re.findall(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]",
                                 (HTML / page).read_text(encoding="utf-8")))
     assert len(chars) > 300  # the book has real Chinese text
     missing = sorted(c for c in chars if ord(c) not in cmap)
     assert not missing, f"characters without a glyph: {''.join(missing)}"
     assert font.stat().st_size < 1_000_000  # a subset, not the 16 MB font
+
+
+# --- the site as a reader meets it (issue 13) ---------------------------------------------
+
+CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+CHAPTERS = [p for p in PAGES if p.startswith("chapters/")]
+PROSE_PAGES = [p for p in PAGES if p.startswith(("chapters/", "book/"))]
+
+
+@pytest.fixture(scope="module")
+def served():
+    """The site over HTTP on the loopback address, as a host serves it: the search page
+    fetches pages for its snippets, which a file:// page may not do."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(Quiet, directory=str(HTML)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+
+
+def _article_text(page_path):
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup((HTML / page_path).read_text(encoding="utf-8"), "html.parser")
+    article = soup.select_one("article.bd-article")
+    if article is None:
+        return ""
+    for tag in article.select("script, style"):
+        tag.decompose()
+    return article.get_text(" ").lower()
+
+
+def _search(browser, base, query, locale="en-US", lang=None):
+    context = browser.new_context(locale=locale)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    url = base + "search.html?q=" + query + (f"&lang={lang}" if lang else "")
+    page.goto(url)
+    page.wait_for_function(
+        "typeof Search !== 'undefined' && Search.status && Search.title"
+        " && !Search.status.classList.contains('search-progress')"
+        " && /\\d|not match|没有/.test(Search.status.innerText)"
+        " && !/Preparing|Searching|正在/.test(Search.status.innerText)", timeout=20_000)
+    page.wait_for_timeout(300)  # snippets arrive after the list
+    hits = page.eval_on_selector_all(
+        "#search-results ul.search li > a",
+        "els => els.map(e => new URL(e.href).pathname.split('/').slice(-2).join('/'))")
+    return context, page, {h for h in hits}, errors
+
+
+SEARCH_TERMS = ["位置编码", "编码", "束搜索", "掩蔽", "softmax", "beam search", "注意力"]
+
+
+@pytest.mark.parametrize("term", SEARCH_TERMS)
+def test_search_finds_every_page_whose_text_has_the_term(browser, served, term):
+    expected = {p for p in PROSE_PAGES if term.lower() in _article_text(p)}
+    assert expected, f"no page contains {term!r}: the test would prove nothing"
+    context, page, hits, errors = _search(browser, served, term)
+    missing = sorted(expected - hits)
+    assert not missing, f"search for {term!r} misses {missing} (found {sorted(hits)})"
+    assert not errors
+    context.close()
+
+
+def test_chinese_search_segments_a_query_typed_without_spaces(browser, served):
+    # "the formula of positional encoding", as a reader types it: no spaces between words
+    context, page, hits, _ = _search(browser, served, "位置编码的公式")
+    assert "chapters/06_positional_encoding.html" in hits
+    context.close()
+
+
+def test_search_snippets_show_no_raw_tex(browser, served):
+    context, page, hits, _ = _search(browser, served, "softmax")
+    page.wait_for_function("document.querySelectorAll('#search-results p.context').length >= 3",
+                           timeout=10_000)
+    snippets = page.eval_on_selector_all("#search-results p.context", "els => els.map(e => e.innerText)")
+    tex = [s for s in snippets if re.search(r"\\[a-zA-Z]+|\\\(|\\\[|\$\$", s)]
+    assert not tex, f"raw TeX in search snippets: {tex[:2]}"
+    context.close()
+
+
+def test_search_page_text_follows_the_language(browser, served):
+    context, page, hits, _ = _search(browser, served, "softmax", lang="zh")
+    assert page.inner_text("#search-results h2") == "搜索结果"
+    assert "找到" in page.inner_text("#search-results p.search-summary")
+    assert page.get_attribute("form.bd-search input", "placeholder") == "在本书中搜索…"
+    context.close()
+
+
+def test_url_language_is_applied_once_and_the_readers_choice_wins_on_reload(browser):
+    context = browser.new_context(locale="en-US")
+    page = context.new_page()
+    page.goto((HTML / CHAPTER).as_uri() + "?lang=zh")
+    page.wait_for_load_state("load")
+    assert page.get_attribute("html", "data-book-lang") == "zh"
+    assert "lang=" not in page.url  # removed from the address
+    page.click(".lang-switch button[value=en]")
+    page.reload()
+    page.wait_for_load_state("load")
+    assert page.get_attribute("html", "data-book-lang") == "en"
+    context.close()
+
+
+@pytest.mark.parametrize("mode, html_lang", [("en", "en"), ("zh", "zh-Hans")])
+def test_html_lang_follows_the_mode(browser, mode, html_lang):
+    v = Visit(browser, CHAPTER)
+    v.page.click(f".lang-switch button[value={mode}]")
+    assert v.page.get_attribute("html", "lang") == html_lang
+    v.goto("book/intro.html")  # and on the next page, before any click
+    assert v.page.get_attribute("html", "lang") == html_lang
+    v.context.close()
+
+
+THEME_STRINGS = {  # selector: (English, 中文)
+    ".prev-next-area .left-prev .prev-next-subtitle": ("previous", "上一页"),
+    ".prev-next-area .right-next .prev-next-subtitle": ("next", "下一页"),
+    "#pst-back-to-top": ("Back to top", "回到顶部"),
+    ".sidebar-primary-item .search-button__default-text": ("Search", "搜索"),
+    ".page-toc.tocsection.onthispage": ("Contents", "目录"),
+    ".component-author": ("By The attention_core authors", "作者：attention_core 作者组"),
+}
+
+
+def test_theme_interface_is_chinese_in_chinese_mode(browser):
+    v = Visit(browser, CHAPTER, locale="zh-CN")
+    for selector, (en, zh) in THEME_STRINGS.items():
+        assert v.page.locator(selector).first.text_content().strip() == zh, selector
+    button = ".theme-switch-button"
+    assert v.page.get_attribute(button, "aria-label") == "颜色模式"
+    v.page.click(".lang-switch button[value=en]")  # and back: the theme's own English
+    for selector, (en, zh) in THEME_STRINGS.items():
+        assert v.page.locator(selector).first.text_content().strip() == en, selector
+    assert v.page.get_attribute(button, "aria-label") == "Color mode"
+    v.context.close()
+
+
+def test_notation_table_shows_the_column_of_the_chosen_language(browser):
+    v = Visit(browser, "book/notation.html", locale="en-US")
+    heads = lambda: [h for h in v.page.locator("article table thead th").all() if h.is_visible()]
+    texts = lambda: [h.inner_text().strip() for h in heads()]
+    assert "meaning" in texts() and "含义" not in texts()
+    v.page.click(".lang-switch button[value=zh]")
+    assert "含义" in texts() and "meaning" not in texts()
+    v.page.click(".lang-switch button[value=both]")
+    assert "含义" in texts() and "meaning" in texts()
+    v.context.close()
+
+
+@pytest.mark.parametrize("width", [1366, 1024])
+def test_sidebar_title_does_not_break_inside_a_word(browser, width):
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    page = context.new_page()
+    page.goto((HTML / "book/intro.html").as_uri())
+    lines = page.evaluate("""() => {
+        const title = document.querySelector('.navbar-brand .logo__title');
+        const node = [...title.childNodes].find(n => n.nodeType === 3 && n.nodeValue.trim());
+        const text = node.nodeValue;
+        const words = text.trim().split(/\\s+|·/).filter(w => w);
+        return words.map(w => {
+          const r = document.createRange(), at = text.indexOf(w);
+          r.setStart(node, at); r.setEnd(node, at + w.length);
+          return [w, new Set([...r.getClientRects()].map(x => Math.round(x.top))).size];
+        });
+    }""")
+    broken = [w for w, n in lines if n != 1]
+    assert not broken, f"title words broken over lines: {broken}"
+    context.close()
+
+
+def _visible_prose(page):
+    """The article's text as a Chinese reader sees it; code and math stand for one symbol."""
+    return page.evaluate("""() => {
+        const copy = document.querySelector('article.bd-article').cloneNode(true);
+        copy.querySelectorAll('script, style, .lang-en').forEach(e => e.remove());
+        copy.querySelectorAll('pre, code, mjx-container, .math').forEach(e => e.replaceWith('§'));
+        document.body.appendChild(copy);
+        const text = copy.innerText;
+        copy.remove();
+        return text;
+    }""")
+
+
+STRAY_SPACE = re.compile(rf"[{CJK}][ \u00a0\t]+[{CJK}]")
+
+
+def test_no_stray_space_inside_chinese_text(browser):
+    context = browser.new_context(locale="zh-CN")
+    page = context.new_page()
+    found = {}
+    for page_path in PROSE_PAGES:
+        page.goto((HTML / page_path).as_uri())
+        page.wait_for_load_state("load")
+        stray = STRAY_SPACE.findall(_visible_prose(page))
+        if stray:
+            found[page_path] = stray
+    assert not found, f"{sum(map(len, found.values()))} stray spaces: {found}"
+    context.close()
+
+
+def test_spaces_around_latin_words_and_math_stay():
+    import sys
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from cjk_spacing import tighten
+
+    assert tighten("输入。 本书") == "输入。本书"
+    assert tighten("斯坦福、\n微软") == "斯坦福、微软"
+    assert tighten("用 softmax\n归一化") == "用 softmax\n归一化"
+    assert tighten("第 1 章 注意力提示") == "第 1 章注意力提示"
+    assert tighten("第 $i$ 个 token 的") == "第 $i$ 个 token 的"
+
+
+def _phone(browser, width):
+    """A phone-like context: overlay scrollbars, which take no room and show only while
+    scrolling (as on phones and macOS), so only a styled scrollbar is visible at rest."""
+    return browser.new_context(viewport={"width": width, "height": 800}, is_mobile=True,
+                               has_touch=True)
+
+
+@pytest.fixture(scope="module")
+def browser_with_scrollbars(playwright):
+    # headless Chromium hides every scrollbar unless told not to
+    b = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS,
+                                   ignore_default_args=["--hide-scrollbars"])
+    yield b
+    b.close()
+
+
+UNSCROLLED = """(selector) => [...document.querySelectorAll(selector)].filter(el => {
+    // wider than the box that shows it, and no scrollable box with a visible bar around it
+    const wide = el.scrollWidth > el.clientWidth + 1 ||
+                 el.getBoundingClientRect().right > document.documentElement.clientWidth + 1;
+    if (!wide) return false;
+    for (let box = el; box && box.tagName !== 'ARTICLE'; box = box.parentElement) {
+      const s = getComputedStyle(box);
+      if (['auto', 'scroll'].includes(s.overflowX) && box.scrollWidth > box.clientWidth + 1)
+        return !(box.offsetHeight - box.clientHeight > 0);  // the bar takes room: visible
+    }
+    return true;
+  }).map(el => (el.textContent || '').slice(0, 40))"""
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_no_display_equation_is_clipped_without_a_visible_scroll(browser_with_scrollbars, width):
+    context = _phone(browser_with_scrollbars, width)
+    page = context.new_page()
+    clipped, wide = {}, 0
+    for page_path in PROSE_PAGES:
+        page.goto((HTML / page_path).as_uri())
+        page.wait_for_load_state("load")
+        if page.locator("div.math").count() == 0:
+            continue
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.evaluate("MathJax.startup.promise")
+        wide += page.evaluate("[...document.querySelectorAll('mjx-container[display=true]')]"
+                              ".filter(c => c.scrollWidth > c.clientWidth + 1).length")
+        bad = page.evaluate(UNSCROLLED, "mjx-container[display=true]")
+        if bad:
+            clipped[page_path] = bad
+    assert wide >= 1, "no wide equation: the check would prove nothing"
+    assert not clipped, f"clipped display math at {width}px: {clipped}"
+    context.close()
+
+
+def test_wide_tables_scroll_visibly_on_a_phone(browser_with_scrollbars):
+    context = _phone(browser_with_scrollbars, 390)
+    page = context.new_page()
+    clipped = {}
+    for page_path in PROSE_PAGES:
+        page.goto((HTML / page_path).as_uri())
+        page.wait_for_load_state("load")
+        bad = page.evaluate(UNSCROLLED, "article table")
+        if bad:
+            clipped[page_path] = bad
+    assert not clipped, f"tables clipped at 390px: {clipped}"
+    context.close()
+
+
+def test_language_buttons_fit_on_one_line_on_a_phone(browser):
+    context = browser.new_context(viewport={"width": 390, "height": 800}, is_mobile=True)
+    page = context.new_page()
+    page.goto((HTML / CHAPTER).as_uri())
+    page.wait_for_load_state("load")
+    boxes = page.evaluate("""() => [...document.querySelectorAll('.lang-switch button')].map(b => {
+        const r = b.getBoundingClientRect(), s = getComputedStyle(b);
+        const range = document.createRange(); range.selectNodeContents(b);
+        const tops = new Set([...range.getClientRects()].filter(x => x.width > 0)
+                             .map(x => Math.round(x.top)));
+        return {top: Math.round(r.top), right: r.right, lines: tops.size};
+    })""")
+    assert len(boxes) == 3
+    assert all(b["lines"] == 1 for b in boxes), boxes  # no "中/文"
+    assert len({b["top"] for b in boxes}) == 1, boxes  # one row
+    assert max(b["right"] for b in boxes) <= 390, boxes  # inside the screen
+    context.close()
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_chapter_html_is_light(page_path):
+    html = (HTML / page_path).read_text(encoding="utf-8")
+    assert "base64," not in html, "slider frames must be image files, not inline base64"
+    assert (HTML / page_path).stat().st_size <= 300_000
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_first_view_of_a_chapter_is_light(browser, served, page_path):
+    """What a reader with an empty cache downloads for the first screen of a chapter, as a
+    host that compresses text (README.md) sends it: at most 1.5 MB."""
+    import gzip
+
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    sent = {}
+
+    def record(response):
+        try:
+            body = response.body()
+        except Exception:  # a redirect or an aborted request has no body
+            return
+        compressible = response.url.split("?")[0].endswith((".html", ".js", ".css", ".json", ".svg"))
+        sent[response.url] = len(gzip.compress(body, 6)) if compressible else len(body)
+
+    page.on("response", record)
+    page.goto(served + page_path)
+    page.wait_for_load_state("networkidle")
+    assert not [u for u in sent if "fontawesome.js" in u]  # the theme's icon font suffices
+    frames = [u for u in sent if "/_images/acframe-" in u]
+    assert len(frames) <= page.locator(".ac-slider-figure").count()  # the others on demand
+    total = sum(sent.values())
+    assert total <= 1_500_000, f"first view sends {total} bytes: {sorted(sent.items(), key=lambda x: -x[1])[:5]}"
+    context.close()
+
+
+def test_citations_use_one_author_year_label_and_link_back(browser):
+    v = Visit(browser, "book/references.html")
+    entries = v.page.evaluate("""() => [...document.querySelectorAll('div.citation')].map(d => ({
+        id: d.id,
+        label: d.querySelector('.label').innerText.replace(/^\\[|\\]$/g, ''),
+        back: [...d.querySelectorAll('a.citation-backlink')].map(a => a.href)}))""")
+    assert len(entries) >= 10
+    for entry in entries:
+        assert re.fullmatch(r"[^\d\[\]]+, \d{4}[a-z]?", entry["label"]), entry  # not [BCB14]
+        assert entry["back"], f"{entry['label']} links back to no page"
+    # every link back lands on a citation in the text that shows the same label
+    for entry in entries:
+        href = entry["back"][0]
+        v.page.goto(href)
+        shown = v.page.evaluate("(id) => { const e = document.getElementById(id); return e && e.innerText; }",
+                                href.split("#")[1])
+        plain = lambda t: " ".join(re.sub(r"[\[\],]", " ", t).split())  # [A, 2014] or A [2014]
+        assert shown and plain(entry["label"]) in plain(shown), (entry, shown)
+        target = v.page.evaluate("(id) => [...document.getElementById(id).querySelectorAll('a')]"
+                                 ".map(a => a.getAttribute('href').split('#')[1])", href.split("#")[1])
+        assert entry["id"] in target
+    v.context.close()
+
+
+def test_no_empty_general_index():
+    """genindex.html is either useful (it lists entries) or not built, and nothing links to it."""
+    index = HTML / "genindex.html"
+    if index.exists():
+        text = index.read_text(encoding="utf-8")
+        assert re.search(r'<table class="indextable[^>]*>.*?<a ', text, re.S), "an empty index"
+    else:
+        assert not [p for p in PAGES if "genindex.html" in (HTML / p).read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("width, side_by_side", [(1366, True), (390, False)])
+def test_both_languages_side_by_side_on_a_wide_screen(browser, width, side_by_side):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto((HTML / CHAPTER).as_uri() + "?lang=both")
+    page.wait_for_load_state("load")
+    en, zh = page.evaluate("""() => {
+        const en = document.querySelector('article section > div.lang-en');
+        const zh = en.nextElementSibling;
+        return [en.getBoundingClientRect().toJSON(), zh.getBoundingClientRect().toJSON()];
+    }""")
+    if side_by_side:
+        assert abs(en["top"] - zh["top"]) < 2 and zh["left"] >= en["right"]
+    else:
+        assert zh["top"] >= en["bottom"] - 1
+    context.close()
+
+
+def test_slider_labels_are_separated_in_both_languages_mode(browser):
+    v = Visit(browser, CHAPTER)
+    v.page.click(".lang-switch button[value=both]")
+    label = v.page.locator(".ac-slider-figure label").first.inner_text()
+    assert re.fullmatch(r".+\S · \S.+", label), label  # "bandwidth σ · 带宽 σ", not "bandwidth σ带宽 σ"
+    v.context.close()
+
+
+def test_search_icon_does_not_cover_the_query(browser):
+    """Icons are drawn by the theme's icon font (fontawesome.js is dropped): the search form's
+    magnifier must still sit beside the query, not on top of it."""
+    v = Visit(browser, "search.html")
+    icon, text_left = v.page.evaluate("""() => {
+        const form = document.querySelector('.bd-search-container form.bd-search');
+        const input = form.querySelector('input');
+        const left = input.getBoundingClientRect().left + parseFloat(getComputedStyle(input).paddingLeft);
+        return [form.querySelector('.fa-magnifying-glass').getBoundingClientRect().toJSON(), left];
+    }""")
+    assert icon["width"] > 0 and icon["right"] <= text_left + 1
+    v.context.close()

@@ -35,8 +35,10 @@ def subset_cjk_font(app, exception):
 
     out = Path(app.outdir)
     chars = set()
-    for page in out.rglob("*.html"):
-        chars.update(CJK_CHARS.findall(page.read_text(encoding="utf-8")))
+    # the pages, and the interface strings that lang-switch.js writes in 中文 mode
+    for page in [*out.rglob("*.html"), out / "_static" / "lang-switch.js"]:
+        if page.exists():
+            chars.update(CJK_CHARS.findall(page.read_text(encoding="utf-8")))
     options = subset.Options()
     options.flavor = "woff"  # zlib-compressed; needs no extra package
     options.layout_features = ["*"]

@@ -1,32 +1,171 @@
 /* Language switch: English / 中文 / both. Runs in <head> so the page never flashes the
-   other language. The choice comes from ?lang=, then from the last choice (localStorage),
-   then from the browser's language; it is remembered across pages. */
+   other language. The choice comes from the last choice (localStorage), else from the
+   browser's language. A link may carry ?lang=: it is applied once, stored as the reader's
+   choice, and removed from the address (history.replaceState), so a later choice of the
+   reader wins on reload. <html lang> follows the mode, and in 中文 mode the theme's own
+   interface (search, contents, previous/next, colour mode, back to top, footer, the search
+   page) is shown in Chinese. */
 (function () {
   "use strict";
   var KEY = "attention-book-lang";
   var CHOICES = ["en", "zh", "both"];
   var LABELS = { en: "English", zh: "中文", both: "EN + 中文" };
+  var SHORT = { en: "EN", zh: "中文", both: "EN+中" };  /* on a phone (book.css) */
+  var HTML_LANG = { en: "en", zh: "zh-Hans", both: "en" };
+
+  /* The theme's interface strings (pydata-sphinx-theme, sphinx-book-theme, Sphinx search). */
+  var ZH = {
+    "Search": "搜索",
+    "Search this book...": "在本书中搜索…",
+    "Contents": "目录",
+    "previous": "上一页",
+    "next": "下一页",
+    "previous page": "上一页",
+    "next page": "下一页",
+    "Back to top": "回到顶部",
+    "Color mode": "颜色模式",
+    "Light": "浅色",
+    "Dark": "深色",
+    "System Settings": "跟随系统",
+    "Skip to main content": "跳到正文",
+    "Download this page": "下载本页",
+    "Download source file": "下载源文件",
+    "Print to PDF": "打印为 PDF",
+    "Fullscreen mode": "全屏模式",
+    "Toggle primary sidebar": "显示或隐藏目录侧栏",
+    "Toggle secondary sidebar": "显示或隐藏本页目录",
+    "Site navigation": "站点导航",
+    "Section Navigation": "章节导航",
+    "By The attention_core authors": "作者：attention_core 作者组",
+    "© Copyright 2026.": "© 版权所有 2026。",
+    "Search Results": "搜索结果",
+    "Searching": "正在搜索",
+    "Preparing search...": "正在准备搜索…",
+    "Please activate JavaScript to enable the search functionality.": "请启用 JavaScript 以使用搜索功能。",
+    "Your search did not match any documents. Please make sure that all words are spelled correctly and that you've selected enough categories.":
+      "没有找到匹配的页面。请检查拼写，或换一个词试试。",
+    "Search finished, found ${resultCount} page(s) matching the search query.":
+      "搜索完成，找到 ${resultCount} 个匹配的页面。",
+    "Language · 语言": "语言 · Language"
+  };
+  var ATTRS = ["title", "aria-label", "placeholder", "data-bs-title", "data-bs-original-title"];
+  var SKIP = "pre, code, script, style, mjx-container, .cell_output, .lang-en, .lang-zh";
 
   function stored() {
     try { return localStorage.getItem(KEY); } catch (e) { return null; }
   }
+  function store(lang) {
+    try { localStorage.setItem(KEY, lang); } catch (e) { /* private mode: still switch */ }
+  }
   function initial() {
-    var asked = new URLSearchParams(window.location.search).get("lang");
-    if (CHOICES.indexOf(asked) >= 0) return asked;
+    var params = new URLSearchParams(window.location.search);
+    var asked = params.get("lang");
+    if (params.has("lang")) {
+      // a link's choice counts once, as if the reader had clicked it, and leaves the address
+      if (CHOICES.indexOf(asked) >= 0) store(asked);
+      params.delete("lang");
+      var rest = params.toString();
+      try {
+        history.replaceState(history.state, "",
+          window.location.pathname + (rest ? "?" + rest : "") + window.location.hash);
+      } catch (e) { /* some file:// pages refuse: the stored choice still wins */ }
+    }
     if (CHOICES.indexOf(stored()) >= 0) return stored();
     var nav = (navigator.languages && navigator.languages[0]) || navigator.language || "en";
     return /^zh/i.test(nav) ? "zh" : "en";
   }
+
+  /* Interface text: originals are kept, so switching back restores them exactly. */
+  var originalText = new WeakMap(), originalAttr = new WeakMap();
+  function localise(root, lang) {
+    var zh = lang === "zh";
+    if (!root) return;
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: function (n) {
+        var p = n.parentElement;
+        return p && !p.closest(SKIP) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT;
+      }
+    });
+    var node, texts = [];
+    while ((node = walker.nextNode())) texts.push(node);
+    texts.forEach(function (n) {
+      var en = originalText.has(n) ? originalText.get(n) : n.nodeValue;
+      var key = en.trim();
+      if (!Object.prototype.hasOwnProperty.call(ZH, key)) return;
+      originalText.set(n, en);
+      var want = zh ? en.replace(key, ZH[key]) : en;
+      if (n.nodeValue !== want) n.nodeValue = want;  // (an equal write would re-notify)
+    });
+    var els = root.querySelectorAll("[title], [aria-label], [placeholder], [data-bs-title], [data-bs-original-title]");
+    Array.prototype.forEach.call(els, function (el) {
+      if (el.closest("pre, code, .lang-en, .lang-zh")) return;
+      var saved = originalAttr.get(el) || {};
+      ATTRS.forEach(function (a) {
+        var en = a in saved ? saved[a] : el.getAttribute(a);
+        if (en === null || !Object.prototype.hasOwnProperty.call(ZH, en.trim())) return;
+        saved[a] = en;
+        var want = zh ? ZH[en.trim()] : en;
+        if (el.getAttribute(a) !== want) el.setAttribute(a, want);
+      });
+      originalAttr.set(el, saved);
+    });
+  }
+  /* Sphinx's search page asks Documentation.gettext for its messages at search time. */
+  function localiseMessages(lang) {
+    if (typeof Documentation === "undefined" || !Documentation.TRANSLATIONS) return;
+    Object.keys(ZH).forEach(function (en) {
+      if (lang === "zh") Documentation.TRANSLATIONS[en] = ZH[en];
+      else if (Documentation.TRANSLATIONS[en] === ZH[en]) delete Documentation.TRANSLATIONS[en];
+    });
+  }
+
   function apply(lang) {
-    document.documentElement.setAttribute("data-book-lang", lang);
+    var html = document.documentElement;
+    html.setAttribute("data-book-lang", lang);
+    html.setAttribute("lang", HTML_LANG[lang]);
+    localiseMessages(lang);
     var buttons = document.querySelectorAll(".lang-switch button");
     for (var i = 0; i < buttons.length; i++) {
       buttons[i].setAttribute("aria-pressed", String(buttons[i].value === lang));
     }
+    if (document.body) localise(document.body, lang);
   }
   function choose(lang) {
+    store(lang);
     apply(lang);
-    try { localStorage.setItem(KEY, lang); } catch (e) { /* private mode: still switch */ }
+  }
+
+  /* Search result snippets: no raw TeX, and only the language being read. */
+  function cleanSearchSnippets() {
+    if (typeof Search === "undefined" || !Search.htmlToText || Search.htmlToText.bookClean) return;
+    var original = Search.htmlToText;
+    var cleaned = function (htmlString, anchor) {
+      var doc = new DOMParser().parseFromString(htmlString, "text/html");
+      var lang = document.documentElement.getAttribute("data-book-lang");
+      var drop = ".math, mjx-container, .ac-slider-figure, script, style" +
+        (lang === "en" ? ", .lang-zh" : lang === "zh" ? ", .lang-en" : "");
+      doc.querySelectorAll(drop).forEach(function (el) { el.remove(); });
+      return original(doc.documentElement.outerHTML, anchor);
+    };
+    cleaned.bookClean = true;
+    Search.htmlToText = cleaned;
+  }
+
+  /* Tables with one column per language (the notation table's meaning · 含义) show the
+     column of the chosen language; the language-neutral columns stay. */
+  function markLanguageColumns() {
+    document.querySelectorAll("article table").forEach(function (table) {
+      var heads = table.querySelectorAll("thead th");
+      heads.forEach(function (th, col) {
+        var text = th.textContent.trim();
+        var cls = /^meaning$/i.test(text) ? "lang-en" : text === "含义" ? "lang-zh" : null;
+        if (!cls) return;
+        table.querySelectorAll("tr").forEach(function (tr) {
+          var cell = tr.children[col];
+          if (cell) cell.classList.add(cls, "lang-column");
+        });
+      });
+    });
   }
 
   apply(initial());
@@ -40,13 +179,31 @@
       var b = document.createElement("button");
       b.type = "button";
       b.value = lang;
-      b.textContent = LABELS[lang];
+      b.lang = lang === "zh" ? "zh-Hans" : "en";
+      b.title = LABELS[lang];
+      var long = document.createElement("span"), short = document.createElement("span");
+      long.className = "lang-long"; long.textContent = LABELS[lang];
+      short.className = "lang-short"; short.textContent = SHORT[lang];
+      b.appendChild(long); b.appendChild(short);
       b.addEventListener("click", function () { choose(lang); });
       group.appendChild(b);
     });
     var host = document.querySelector(".article-header-buttons") ||
                document.querySelector(".bd-header-article") || document.body;
     host.insertBefore(group, host.firstChild);
+    markLanguageColumns();
+    cleanSearchSnippets();
+    apply(document.documentElement.getAttribute("data-book-lang"));
+    // the search page writes its results after loading: localise what it writes
+    var results = document.getElementById("search-results");
+    if (results && window.MutationObserver) {
+      new MutationObserver(function () {
+        localise(results, document.documentElement.getAttribute("data-book-lang"));
+      }).observe(results, { childList: true, subtree: true, characterData: true });
+    }
+  });
+  // the theme's deferred scripts add tooltips and buttons after DOMContentLoaded
+  window.addEventListener("load", function () {
     apply(document.documentElement.getAttribute("data-book-lang"));
   });
 })();

@@ -1,0 +1,116 @@
+"""Light chapter pages: the frames of the kernel-free sliders become image files.
+
+A slider figure (attention_core.book.widgets) carries every precomputed frame as base64 in
+the page: 0.7-1.5 MB of HTML per chapter, all downloaded before the reader sees a word.
+While each page is written we move each frame into ``_images/`` (named by its content hash,
+so equal frames are stored once), point the figure's ``<img>`` and its frame list at the
+files, and let the browser fetch the first frame lazily and the others only when the slider
+moves to them. The notebooks keep their self-contained output (it must work in any viewer);
+only the site changes.
+
+The theme also loads Font Awesome twice: as a web font through its CSS (156 KB, which draws
+every ``<i class="fa-...">`` icon) and as ``fontawesome.js`` (1.49 MB), a script that
+replaces the same icons with inline SVG. After the build we drop the script from every page;
+the icons stay, drawn by the font.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from pathlib import Path
+
+FIGURE_DATA = re.compile(
+    r'(<script type="application/json" id="(acfig-[0-9a-f]+)-data">)(.*?)(</script>)', re.S)
+DATA_IMG = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
+# slider.js, as inlined in the notebook output, builds a data: URI from each frame
+INLINE_SRC = '"data:image/png;base64," + data.frames[k]'
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def _write_frame(outdir: Path, b64: str) -> tuple[str, bytes]:
+    png = base64.b64decode(b64)
+    name = "acframe-" + hashlib.sha1(png).hexdigest()[:16] + ".png"
+    target = outdir / "_images" / name
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(png)
+    return name, png
+
+
+def externalise_frames(app, pagename, templatename, context, doctree):
+    body = context.get("body")
+    if app.builder.format != "html" or not body or "ac-slider-figure" not in body:
+        return
+    if FIGURE_DATA.search(body) and INLINE_SRC not in body:
+        # slider.js changed how it shows a frame: leave the page whole, and say so (-W fails)
+        from sphinx.util import logging
+        logging.getLogger(__name__).warning(
+            "light_pages: slider.js no longer builds frames as %r; frames left inline in %s",
+            INLINE_SRC, pagename)
+        return
+    outdir = Path(app.outdir)
+    prefix = "../" * pagename.count("/") + "_images/"
+
+    def frames(match):
+        data = json.loads(match.group(3))
+        data["frames"] = [prefix + _write_frame(outdir, f)[0] for f in data["frames"]]
+        return match.group(1) + json.dumps(data) + match.group(4)
+
+    def image(match):
+        name, png = _write_frame(outdir, match.group(1))
+        width, height = _png_size(png)
+        return (f'src="{prefix}{name}" width="{width}" height="{height}" loading="lazy" '
+                f'decoding="async"')
+
+    body = FIGURE_DATA.sub(frames, body)
+    body = DATA_IMG.sub(image, body)
+    body = body.replace(INLINE_SRC, "data.frames[k]")
+    body = body.replace('style="max-width:100%"', 'style="max-width:100%;height:auto"')
+    context["body"] = body
+
+
+SEPARATE = '</span><span class="lang-zh" lang="zh-Hans">'
+
+
+def separate_languages(app, pagename, templatename, context, doctree):
+    """A slider's English and Chinese label and note sit in two adjacent spans: in the
+    both-languages mode they ran together ("bandwidth σ带宽 σ"). A separator shown only in
+    that mode (book.css) gives "bandwidth σ · 带宽 σ"."""
+    body = context.get("body")
+    if app.builder.format == "html" and body and "ac-slider-figure" in body:
+        context["body"] = body.replace(
+            SEPARATE, '</span><span class="lang-sep" aria-hidden="true"> · </span>'
+            '<span class="lang-zh" lang="zh-Hans">')
+
+
+def lazy_images(app, pagename, templatename, context, doctree):
+    """Figures below the first screen load when the reader scrolls to them."""
+    body = context.get("body")
+    if app.builder.format == "html" and body and "<img " in body:
+        context["body"] = re.sub(r"<img (?![^>]*\bloading=)", '<img loading="lazy" ', body)
+
+
+FONTAWESOME_JS = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\s*')
+
+
+def drop_fontawesome_js(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        lighter = FONTAWESOME_JS.sub("", text)
+        if lighter != text:
+            page.write_text(lighter, encoding="utf-8")
+
+
+def setup(app):
+    app.connect("html-page-context", externalise_frames)
+    app.connect("html-page-context", lazy_images)
+    app.connect("html-page-context", separate_languages)
+    app.connect("build-finished", drop_fontawesome_js)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
