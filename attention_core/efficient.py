@@ -156,8 +156,8 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
         if lens.shape[-2] != 1:
             raise ValueError("sliding_window_attention takes one valid length per sequence, (B,)")
         limit = lens.sum(-1, keepdim=True)[..., None]                           # (B, 1.., 1, 1, 1)
-    # a group of blocks at a time, so the scores held never exceed ~4M numbers whatever n is
-    group = max(1, 4_000_000 // (w * 3 * w * max(1, q[..., :1, :1, :1].numel())))
+    # a group of blocks at a time, so the scores held never exceed ~1M numbers whatever n is
+    group = max(1, 1_000_000 // (w * 3 * w * max(1, q[..., :1, :1, :1].numel())))
     outs = []
     for b0 in range(0, blocks, group):
         b1 = min(b0 + group, blocks)
