@@ -176,15 +176,15 @@ def draw_transformer_diagram(ax, B="B", n_src="n_src", n_tgt="n", d="d", vocab="
     box(enc, 0.06, 0.3, 0.06, f"source tokens · 源词元 ({B}, {n_src})", "#f2f2f2")
     box(enc, 0.2, 0.3, 0.07, "embedding ×√d + positions\n嵌入 ×√d + 位置编码", "#fde9c9")
     box(enc, 0.47, 0.3, 0.3, "encoder block × L · 编码器块\n\nmulti-head self-attention\n多头自注意力\n"
-        "add & norm · 加 & 规范化\nposition-wise FFN · 逐位前馈网络\nadd & norm", "#dbe9f6")
+        "add & norm · 加 & 规范化\nposition-wise FFN · 逐位前馈网络\nadd & norm · 加 & 规范化", "#dbe9f6")
     arrow(enc, 0.09, enc, 0.165, f"({B}, {n_src})")
     arrow(enc, 0.235, enc, 0.32, act)
     tgt = f"({B}, {n_tgt}, {d})"
     box(dec, 0.06, 0.3, 0.06, f"target so far · 已有目标 ({B}, {n_tgt})", "#f2f2f2")
     box(dec, 0.2, 0.3, 0.07, "embedding ×√d + positions\n嵌入 ×√d + 位置编码", "#fde9c9")
-    box(dec, 0.51, 0.3, 0.38, "decoder block × L · 解码器块\n\ncausal self-attention\n因果自注意力\n"
-        "add & norm\ncross-attention · 交叉注意力\n(K, V from the encoder)\nadd & norm\n"
-        "position-wise FFN\nadd & norm", "#e3f1dc")
+    box(dec, 0.51, 0.3, 0.38, "decoder block × L · 解码器块\n\ncausal self-attention · 因果自注意力\n"
+        "add & norm · 加 & 规范化\ncross-attention · 交叉注意力\nK, V: encoder · K、V 来自编码器\n"
+        "add & norm · 加 & 规范化\nposition-wise FFN · 逐位前馈网络\nadd & norm · 加 & 规范化", "#e3f1dc")
     box(dec, 0.86, 0.3, 0.06, "linear → vocabulary · 线性层 → 词表", "#fde9c9")
     arrow(dec, 0.09, dec, 0.165, f"({B}, {n_tgt})")
     arrow(dec, 0.235, dec, 0.32, tgt)
