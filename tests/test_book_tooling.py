@@ -148,3 +148,26 @@ def test_transformer_diagram_names_every_part_and_every_shape():
                  "交叉注意力", "(2, 7, 64)", "(2, 5, 64)", "(2, 5, 100)", "every decoder block"):
         assert part in text, part
     plt.close(fig)
+
+
+def test_slider_values_named_in_both_languages_and_frames_at_twice_the_pixels():
+    import base64
+    import json
+    import re
+
+    from attention_core.book.widgets import PIXEL_RATIO, png_size
+
+    goal = Slider(["none", "read"], "goal", "目标", fmt="{}", labels_zh=["无", "阅读"])
+    fig = slider_figure(lambda f, g: f.add_subplot().set_title(g), goal, name="goals",
+                        figsize=(2.0, 1.5))
+    data = json.loads(re.search(r'-data">(.*?)</script>', fig.static_html, re.S).group(1)
+                      .replace("<\\/", "</"))
+    assert data["outputs"][0][1].count('lang="zh-Hans">阅读<') == 1
+    assert data["alts"]["1"] == "goal = read · 目标 = 阅读"
+    assert 'alt="goal = none · 目标 = 无"' in fig.static_html
+    assert "none · 无" in fig.summary and "read · 阅读" in fig.summary
+    width, height = png_size(base64.b64decode(data["frames"][0]))
+    shown = re.search(r'<img [^>]*width="(\d+)" height="(\d+)"', fig.static_html)
+    assert (width // PIXEL_RATIO, height // PIXEL_RATIO) == tuple(map(int, shown.groups()))
+    with pytest.raises(ValueError, match="labels_zh of slider 'goal' needs one name per value"):
+        Slider(["none", "read"], "goal", "目标", labels_zh=["无"])

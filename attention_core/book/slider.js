@@ -9,14 +9,13 @@ function acSliderFigure(uid) {
   var inputs = root.querySelectorAll("input"), outputs = root.querySelectorAll("output");
   var pos = data.starts.slice();
   function show() {
-    var k = 0, alt = [];
+    var k = 0;
     for (var i = 0; i < pos.length; i++) {
       k = k * data.sizes[i] + pos[i];
-      outputs[i].textContent = data.labels[i][pos[i]];
-      alt.push(data.names[i] + " = " + data.labels[i][pos[i]]);
+      outputs[i].innerHTML = data.outputs[i][pos[i]];  // our own markup: a value in each language
     }
     img.src = "data:image/png;base64," + data.frames[k];
-    img.alt = alt.join(", ");
+    img.alt = data.alts[pos.join(",")];
   }
   inputs.forEach(function (input, i) {
     input.addEventListener("input", function () { pos[i] = Number(input.value); show(); });

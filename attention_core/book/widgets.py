@@ -40,6 +40,7 @@ class Slider:
     label_zh: str
     start: int = 0
     fmt: str = "{:.3g}"
+    labels_zh: Sequence[str] | None = None  # value names in Chinese, where values are words
     labels: list = field(init=False)
 
     def __post_init__(self):
@@ -50,6 +51,30 @@ class Slider:
             raise ValueError(f"start must index the values of slider {self.label_en!r} "
                              f"(0..{len(self.values) - 1}), got {self.start}")
         self.labels = [self.fmt.format(v) for v in self.values]
+        if self.labels_zh is not None:
+            self.labels_zh = list(self.labels_zh)
+            if len(self.labels_zh) != len(self.values):
+                raise ValueError(f"labels_zh of slider {self.label_en!r} needs one name per value "
+                                 f"({len(self.values)}), got {len(self.labels_zh)}")
+
+    def label(self, i: int) -> str:
+        """Value i's name in both languages ("read · 阅读"), or its number."""
+        if self.labels_zh is None:
+            return self.labels[i]
+        return f"{self.labels[i]} · {self.labels_zh[i]}"
+
+    def output_html(self, i: int) -> str:
+        """Value i's name as the page shows it: one span per language where they differ."""
+        if self.labels_zh is None:
+            return html.escape(self.labels[i])
+        # the separator shows only in the site's both-languages mode (book.css)
+        return (f'<span class="lang-en" lang="en">{html.escape(self.labels[i])}</span>'
+                f'<span class="lang-sep" aria-hidden="true"> · </span>'
+                f'<span class="lang-zh" lang="zh-Hans">{html.escape(self.labels_zh[i])}</span>')
+
+
+FRAME_DPI = 80  # the size a frame is shown at: 80 pixels per inch of figsize
+PIXEL_RATIO = 2  # frames hold twice those pixels, so they stay sharp on high-DPI screens
 
 
 def render_png(draw: Callable, values: Sequence, figsize) -> bytes:
@@ -58,16 +83,30 @@ def render_png(draw: Callable, values: Sequence, figsize) -> bytes:
     try:
         draw(fig, *values)
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+        fig.savefig(buf, format="png", dpi=FRAME_DPI * PIXEL_RATIO, bbox_inches="tight")
     finally:
         plt.close(fig)
     return buf.getvalue()
 
 
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels, read from a PNG's header."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def alt_text(sliders: Sequence[Slider], positions: Sequence[int]) -> str:
+    """The frame's description in both languages: "bandwidth = 0.2 · 带宽 = 0.2"."""
+    en = ", ".join(f"{s.label_en} = {s.labels[i]}" for s, i in zip(sliders, positions))
+    zh = "，".join(f"{s.label_zh} = {(s.labels_zh or s.labels)[i]}"
+                  for s, i in zip(sliders, positions))
+    return f"{en} · {zh}"
+
+
 def static_slider_html(frames: Sequence[str], sliders: Sequence[Slider], name: str) -> str:
     """A self-contained HTML figure: one range input per slider swaps precomputed PNG frames.
 
-    Frames are in row-major order over the sliders (the last slider varies fastest).
+    Frames are in row-major order over the sliders (the last slider varies fastest). Each
+    frame has PIXEL_RATIO times the pixels it is shown with.
     """
     uid = "acfig-" + hashlib.sha1(name.encode()).hexdigest()[:10]  # stable across runs
     e = html.escape
@@ -81,14 +120,19 @@ def static_slider_html(frames: Sequence[str], sliders: Sequence[Slider], name: s
         f'<span class="lang-zh" lang="zh-Hans">{e(s.label_zh)}</span></label>'
         f'<input id="{uid}-in{i}" type="range" min="0" max="{len(s.values) - 1}" step="1" '
         f'value="{s.start}" style="width:60%">'
-        f'<output for="{uid}-in{i}">{e(s.labels[s.start])}</output></div>'
+        f'<output for="{uid}-in{i}">{s.output_html(s.start)}</output></div>'
         for i, s in enumerate(sliders))
-    alt = ", ".join(f"{s.label_en} = {s.labels[s.start]}" for s in sliders)
+    width, height = png_size(base64.b64decode(frames[first]))
     data = json.dumps({"frames": list(frames), "sizes": [len(s.values) for s in sliders],
-                       "starts": starts, "labels": [s.labels for s in sliders],
-                       "names": [s.label_en for s in sliders]})
+                       "starts": starts,
+                       "outputs": [[s.output_html(i) for i in range(len(s.values))]
+                                   for s in sliders],
+                       "alts": {",".join(map(str, combo)): alt_text(sliders, combo)
+                                for combo in itertools.product(
+                                    *(range(len(s.values)) for s in sliders))}},
+                      ensure_ascii=False).replace("</", "<\\/")  # no "</script>" inside
     return f"""<div class="ac-slider-figure" id="{uid}">
-<img alt="{e(alt)}" src="data:image/png;base64,{frames[first]}" style="max-width:100%">
+<img alt="{e(alt_text(sliders, starts))}" src="data:image/png;base64,{frames[first]}" width="{width // PIXEL_RATIO}" height="{height // PIXEL_RATIO}" style="max-width:100%;height:auto">
 {controls}
 <p class="ac-slider-note"><span class="lang-en" lang="en">{NOTE_EN}</span><span class="lang-zh" lang="zh-Hans">{NOTE_ZH}</span></p>
 <script type="application/json" id="{uid}-data">{data}</script>
@@ -126,7 +170,7 @@ def slider_figure(draw: Callable, *sliders: Slider, name: str, figsize=(6.0, 3.0
     static = static_slider_html(frames, sliders, name)
 
     # The live view calls ``draw`` on every move, so a reader may edit ``draw`` and rerun.
-    controls = [widgets.SelectionSlider(options=list(zip(s.labels, s.values)),
+    controls = [widgets.SelectionSlider(options=[(s.label(i), v) for i, v in enumerate(s.values)],
                                         value=s.values[s.start], description=s.label_en,
                                         continuous_update=False,
                                         style={"description_width": "initial"},
@@ -140,6 +184,6 @@ def slider_figure(draw: Callable, *sliders: Slider, name: str, figsize=(6.0, 3.0
     for c in controls:
         c.observe(redraw, names="value")
     described = "; ".join(f"{s.label_en} / {s.label_zh} over {len(s.values)} values from "
-                          f"{s.labels[0]} to {s.labels[-1]}" for s in sliders)
+                          f"{s.label(0)} to {s.label(-1)}" for s in sliders)
     summary = f"Interactive figure '{name}': {described}"
     return SliderFigure(widgets.VBox([*controls, image]), static, summary)

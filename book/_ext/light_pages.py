@@ -28,10 +28,6 @@ DATA_IMG = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 INLINE_SRC = '"data:image/png;base64," + data.frames[k]'
 
 
-def _png_size(png: bytes) -> tuple[int, int]:
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-
-
 def _write_frame(outdir: Path, b64: str) -> tuple[str, bytes]:
     png = base64.b64decode(b64)
     name = "acframe-" + hashlib.sha1(png).hexdigest()[:16] + ".png"
@@ -61,16 +57,13 @@ def externalise_frames(app, pagename, templatename, context, doctree):
         data["frames"] = [prefix + _write_frame(outdir, f)[0] for f in data["frames"]]
         return match.group(1) + json.dumps(data) + match.group(4)
 
-    def image(match):
-        name, png = _write_frame(outdir, match.group(1))
-        width, height = _png_size(png)
-        return (f'src="{prefix}{name}" width="{width}" height="{height}" loading="lazy" '
-                f'decoding="async"')
+    def image(match):  # widgets.py already gave the <img> its display width and height
+        name, _ = _write_frame(outdir, match.group(1))
+        return f'src="{prefix}{name}" loading="lazy" decoding="async"'
 
     body = FIGURE_DATA.sub(frames, body)
     body = DATA_IMG.sub(image, body)
     body = body.replace(INLINE_SRC, "data.frames[k]")
-    body = body.replace('style="max-width:100%"', 'style="max-width:100%;height:auto"')
     context["body"] = body
 
 
