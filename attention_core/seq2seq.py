@@ -42,7 +42,13 @@ class GRUEncoder(nn.Module):
                           dropout=dropout if num_layers > 1 else 0.0)
 
     def forward(self, src, src_valid_lens):
-        """-> outputs (B, n_src, d), zero beyond each valid length; state (layers, B, d)."""
+        """-> outputs (B, n_src, d), zero beyond each valid length; state (layers, B, d).
+
+        The one host-device copy in the package's forwards: a packed sequence needs its
+        lengths on the CPU (torch's rule, for cuDNN's packed RNN), so on a GPU this copies B
+        integers once per batch. The lengths are checked on that CPU copy at no further cost.
+        (The decoders, which run once per output step, never copy.)
+        """
         check_tensor("src", src, floating=False)
         check_rank("src", src, 2, "(batch, n_src) token indices")
         lens = torch.as_tensor(src_valid_lens).cpu()  # packing needs the lengths on the CPU
