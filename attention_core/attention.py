@@ -139,8 +139,8 @@ def dropout_p(module: nn.Module) -> float:
 class DotProductAttention(nn.Module):
     """Scaled dot-product attention that keeps its weights: softmax(q·k / sqrt(d)) v.
 
-    forward(queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v),
-            valid_lens None | (B,) | (B, n_q)) -> (B, [h,] n_q, d_v); keeps
+    ``forward(queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v),
+    valid_lens None | (B,) | (B, n_q)) -> (B, [h,] n_q, d_v)``; keeps
     ``self.attention_weights`` (B, [h,] n_q, n_k).
     """
 
@@ -163,9 +163,9 @@ class AdditiveAttention(nn.Module):
 
     W_q: d_q -> d_a and W_k: d_k -> d_a map query and key into one hidden space of size
     ``num_hiddens`` (d_a), so queries and keys may have different sizes.
-    forward(queries (B, n_q, d_q), keys (B, n_k, d_k), values (B, n_k, d_v), valid_lens,
-            projected_keys=None) -> (B, n_q, d_v); keeps ``self.attention_weights`` (B, n_q, n_k).
-    projected_keys: W_k(keys), for a caller that reuses the same keys at every step.
+    ``forward(queries (B, n_q, d_q), keys (B, n_k, d_k), values (B, n_k, d_v), valid_lens,
+    projected_keys=None) -> (B, n_q, d_v)``; keeps ``self.attention_weights`` (B, n_q, n_k).
+    ``projected_keys``: W_k(keys), for a caller that reuses the same keys at every step.
     """
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, *, query_size: int | None = None,
@@ -199,8 +199,8 @@ class AdditiveAttention(nn.Module):
 class ScoredAttention(nn.Module):
     """Attention with any score function of ``scoring``: score, masked softmax, weighted sum.
 
-    forward(queries (B, n_q, d_q), keys (B, n_k, d_k), values (B, n_k, d_v),
-            valid_lens None | (B,) | (B, n_q)) -> (B, n_q, d_v); keeps
+    ``forward(queries (B, n_q, d_q), keys (B, n_k, d_k), values (B, n_k, d_v),
+    valid_lens None | (B,) | (B, n_q)) -> (B, n_q, d_v)``; keeps
     ``self.attention_weights`` (B, n_q, n_k).
     """
 

@@ -124,7 +124,7 @@ BACKENDS["chunked"] = _chunked_backend
 # ---- sliding windows --------------------------------------------------------------------
 def sliding_window_attention(queries, keys, values, window: int, *, is_causal: bool = False,
                              valid_lens=None, scale=None) -> torch.Tensor:
-    """Each query i attends to the keys j with |i - j| <= window (i - window <= j <= i when
+    """Each query i attends to the keys j with ``|i - j| <= window`` (i - window <= j <= i when
     causal), for self-attention-shaped inputs: queries, keys, values (B, [h,] n, d).
 
     Queries are taken in blocks of ``window``; a block's keys lie in the block itself and the

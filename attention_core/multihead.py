@@ -19,9 +19,9 @@ from .scoring import linear
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention with d2l's names (W_q, W_k, W_v, W_o).
 
-    forward(queries (B, n_q, query_size), keys (B, n_k, key_size), values (B, n_k, value_size),
-            valid_lens None | (B,) | (B, n_q), need_weights None | bool, *,
-            is_causal False | True, head_mask None | (h,) | (B, h)) -> (B, n_q, num_hiddens).
+    ``forward(queries (B, n_q, query_size), keys (B, n_k, key_size), values (B, n_k, value_size),
+    valid_lens None | (B,) | (B, n_q), need_weights None | bool, *,
+    is_causal False | True, head_mask None | (h,) | (B, h)) -> (B, n_q, num_hiddens)``.
 
     num_kv_heads (default num_heads) makes it grouped-query attention: W_k and W_v map to
     num_kv_heads heads of d_head = num_hiddens / num_heads, and query head i reads key/value

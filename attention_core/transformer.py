@@ -78,8 +78,8 @@ def _check_sizes(num_hiddens, ffn_num_hiddens, num_heads, dropout):
 class TransformerEncoderBlock(nn.Module):
     """Self-attention, then the position-wise FFN, each inside AddNorm.
 
-    forward(X (B, n, num_hiddens), valid_lens None | (B,), *, is_causal=False)
-    -> (B, n, num_hiddens).
+    ``forward(X (B, n, num_hiddens), valid_lens None | (B,), *, is_causal=False)
+    -> (B, n, num_hiddens)``.
     """
 
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,

@@ -76,8 +76,8 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
 class LocalAttention(nn.Module):
     """Luong's local attention, mode "m" (monotonic) or "p" (predictive), window half-width D.
 
-    forward(queries (B, n_q, d), keys (B, n_k, d), values (B, n_k, d_v), valid_lens=None,
-            centers=None (B, n_q)) -> (B, n_q, d_v).
+    ``forward(queries (B, n_q, d), keys (B, n_k, d), values (B, n_k, d_v), valid_lens=None,
+    centers=None (B, n_q)) -> (B, n_q, d_v)``.
     local-m uses ``centers`` if given, else p_t = t. local-p predicts the centres itself with
     W_p (d -> num_hiddens) and v_p (num_hiddens -> 1), unless ``centers`` is given. Keeps
     ``self.centers`` (B, n_q), ``self.attention_weights`` and ``self.positions`` (B, n_q, 2D+1):

@@ -112,7 +112,7 @@ def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: f
 
 
 def head_importance(model: FetchModel, data) -> torch.Tensor:
-    """Michel et al.'s importance of each head: |dL / d xi_h| for a head mask xi = 1,
+    """Michel et al.'s importance of each head: ``|dL / d xi_h|`` for a head mask xi = 1,
     the first-order change of the loss when head h is removed. Returns (h,)."""
     queries, items, targets, _ = data
     xi = torch.ones(model.attention.num_heads, device=queries.device, requires_grad=True)
