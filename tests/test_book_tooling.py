@@ -170,4 +170,4 @@ def test_slider_values_named_in_both_languages_and_frames_at_twice_the_pixels():
     shown = re.search(r'<img [^>]*width="(\d+)" height="(\d+)"', fig.static_html)
     assert (width // PIXEL_RATIO, height // PIXEL_RATIO) == tuple(map(int, shown.groups()))
     with pytest.raises(ValueError, match="labels_zh of slider 'goal' needs one name per value"):
-        Slider(["none", "read"], "goal", "目标", labels_zh=["无"])
+        Slider(["none", "read"], "goal", "目标", fmt="{}", labels_zh=["无"])
