@@ -216,7 +216,7 @@ class ScoredAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None):
         check_qkv(queries, keys, values, same_qk_size=self.score.needs_same_size)
-        self.score.check(queries, keys)
+        self.score.check_sizes(queries, keys)
         out, self.attention_weights = _attend(queries, keys, values,
                                               padding_mask(valid_lens, queries, keys),
                                               score=self.score.formula, dropout_p=dropout_p(self))

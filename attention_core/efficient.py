@@ -21,7 +21,7 @@ from torch.nn import functional as F
 
 from ._checks import check_positive_int, check_qkv, check_tensor
 from .attention import BACKENDS, check_mask, share_kv_heads
-from .masking import padding_mask
+from .masking import padding_mask, softmax_over
 
 
 # ---- the online softmax ----------------------------------------------------------------
@@ -168,8 +168,7 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
         allowed = (j >= 0) & (j < n) & (j >= i - w) & ((j <= i) if is_causal else (j <= i + w))
         if limit is not None:
             allowed = allowed & (j < limit)
-        weights = torch.softmax(scores.masked_fill_(~allowed, float("-inf")), dim=-1)
-        outs.append(weights.nan_to_num(0.0) @ vw[..., b0:b1, :, :])            # no key: zeros
+        outs.append(softmax_over(scores, allowed) @ vw[..., b0:b1, :, :])      # no key: zeros
     return torch.cat(outs, dim=-3).flatten(-3, -2)[..., :n, :]
 
 

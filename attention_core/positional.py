@@ -20,11 +20,9 @@ def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device
     if not torch.empty(0, dtype=dtype).is_floating_point():
         raise TypeError(f"dtype must be a floating dtype, got {dtype}")
     positions = torch.arange(max_len, dtype=dtype, device=device).reshape(-1, 1)
-    # 1 / w_j = 10000^(2j/d); dividing by it (rather than multiplying by w_j) keeps the
-    # table equal to d2l's bit for bit
-    inverse_frequencies = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=dtype,
-                                                        device=device) / num_hiddens)
-    angles = positions / inverse_frequencies  # i * w_j: (max_len, ceil(d / 2))
+    # dividing by 1 / w_j (rather than multiplying by w_j) keeps the table equal to d2l's bit
+    # for bit
+    angles = positions / _periods(num_hiddens, dtype=dtype, device=device)  # i * w_j: (max_len, ceil(d/2))
     P = torch.zeros(max_len, num_hiddens, dtype=dtype, device=device)
     P[:, 0::2] = torch.sin(angles)
     P[:, 1::2] = torch.cos(angles[:, : num_hiddens // 2])  # an odd d has one sine column more
@@ -82,10 +80,14 @@ class PositionalEncoding(AddedPositions):
         return self.P[0, :n]
 
 
+def _periods(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, device=None):
+    """1 / omega_j = base^(2j/d) for j = 0 .. ceil(d/2) - 1 (2 pi times the period in positions)."""
+    return torch.pow(base, torch.arange(0, num_hiddens, 2, dtype=dtype, device=device) / num_hiddens)
+
+
 def frequencies(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, device=None):
     """omega_j = 1 / base^(2j/d) for j = 0 .. ceil(d/2) - 1: the table's angular frequencies."""
-    return 1.0 / torch.pow(base, torch.arange(0, num_hiddens, 2, dtype=dtype, device=device)
-                           / num_hiddens)
+    return 1.0 / _periods(num_hiddens, base, dtype, device)
 
 
 def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=None):

@@ -50,6 +50,10 @@ class ScoreFunction(nn.Module):
     def check(self, queries, keys):
         check_queries_keys(queries, keys, same_size=self.needs_same_size,
                            why=f" ({type(self).__name__} needs d_q == d_k)")
+        self.check_sizes(queries, keys)
+
+    def check_sizes(self, queries, keys):
+        """Only the sizes this score's parameters fix (for callers that checked the rest)."""
         d_q, d_k = self.expected_sizes()
         if d_q is not None:
             check_size("queries", queries, 2, d_q, "this score's query_size")

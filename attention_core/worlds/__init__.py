@@ -7,7 +7,9 @@ One module per world, holding its data, its training loop and its metric:
 * ``retrieval``: a noisy lookup, for soft against hard attention (chapter 3);
 * ``translation``: a generated English-Chinese corpus that knows its alignments, with its
   vocabulary, batches, training loop and metrics (chapters 4 and 8);
-* ``complexity``: dependency paths and operation counts of layers (chapters 3 and 5).
+* ``complexity``: dependency paths and operation counts of layers (chapters 3, 5 and 9);
+* ``fetch``: fetch two items named by two different attributes, which one head cannot do
+  (chapter 7).
 
 Nothing is downloaded: every world is generated from a seed.
 """
