@@ -28,6 +28,31 @@ def test_sharpness_limits():
     assert cues.cue_weights(keys, read, 200.0).max() > 0.999
 
 
+def test_no_goal_cup_wins_at_every_positive_sharpness_and_nothing_wins_at_zero():
+    names, keys = cues.make_scene()
+    torch.testing.assert_close(cues.cue_weights(keys, sharpness=0.0), torch.full((5,), 0.2))
+    for beta in (0.1, 1.0, 5.0, 50.0):
+        assert names[int(cues.cue_weights(keys, sharpness=beta).argmax())][0] == "coffee cup"
+
+
+def test_saliency_weight_never_overturns_the_goal():
+    names, keys = cues.make_scene()
+    s = cues.saliency(keys)
+    for goal in ("read", "drink", "write"):
+        q = cues.query_vector(goal)
+        match = (keys @ q).sort(descending=True).values
+        # the saliency term's spread is smaller than the goal's lead over the runner-up ...
+        assert cues.SALIENCY_WEIGHT * (s.max() - s.min()) < match[0] - match[1]
+        # ... so the winner is the same with and without it, at every sharpness
+        for beta in (1.0, 5.0, 50.0):
+            with_eye = cues.cue_weights(keys, q, beta)
+            goal_only = cues.cue_weights(keys, q, beta, saliency_weight=0.0)
+            assert int(with_eye.argmax()) == int(goal_only.argmax())
+    read = cues.query_vector("read")
+    cup = [en for en, _ in names].index("coffee cup")
+    assert cues.cue_weights(keys, read)[cup] > cues.cue_weights(keys, read, saliency_weight=0.0)[cup]
+
+
 def test_cues_bad_input():
     _, keys = cues.make_scene()
     with pytest.raises(ValueError, match="goal must be one of"):
@@ -38,6 +63,8 @@ def test_cues_bad_input():
         cues.cue_weights(keys, torch.ones(3))
     with pytest.raises(ValueError, match="sharpness must be non-negative"):
         cues.cue_weights(keys, sharpness=-1.0)
+    with pytest.raises(ValueError, match="saliency_weight must be non-negative"):
+        cues.cue_weights(keys, cues.query_vector("read"), saliency_weight=-0.1)
 
 
 def test_retrieval_batch_targets_are_the_matching_values():

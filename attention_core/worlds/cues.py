@@ -49,23 +49,31 @@ def saliency(keys: torch.Tensor) -> torch.Tensor:
     return (look - look.mean(0)).norm(dim=-1)
 
 
+SALIENCY_WEIGHT = 0.1  # how much the eye still counts once there is a goal (see cue_weights)
+
+
 def cue_weights(keys: torch.Tensor, query: torch.Tensor | None = None,
-                sharpness: float = 5.0) -> torch.Tensor:
+                sharpness: float = 5.0, saliency_weight: float = SALIENCY_WEIGHT) -> torch.Tensor:
     """Attention weights over the objects: (n_objects,).
 
     Without a query only saliency drives attention: softmax(sharpness * saliency). With a
-    query, the volitional cue takes over: softmax(sharpness * (query · key)), plus a tenth of
-    the saliency, because a red cup still catches the eye of a reader.
+    query both cues act: softmax(sharpness * (query · key + saliency_weight * saliency)).
+    The default weight 0.1 is small enough that the goal alone decides which object wins
+    (0.1 times the spread of the saliencies is below the gap between the best and the
+    second-best match of every goal), while the red cup still draws a little more of the
+    reader's attention than its match alone would give it.
     """
     if keys.dim() != 2 or keys.shape[1] != len(FEATURES):
         raise ValueError(f"keys must be (n_objects, {len(FEATURES)}), got shape {tuple(keys.shape)}")
     if not sharpness >= 0:
         raise ValueError(f"sharpness must be non-negative, got {sharpness}")
+    if not saliency_weight >= 0:
+        raise ValueError(f"saliency_weight must be non-negative, got {saliency_weight}")
     scores = saliency(keys)
     if query is not None:
         if query.shape != (len(FEATURES),):
             raise ValueError(f"query must be ({len(FEATURES)},), got shape {tuple(query.shape)}")
-        scores = keys @ query + 0.1 * scores
+        scores = keys @ query + saliency_weight * scores
     return masked_softmax(sharpness * scores)
 
 
