@@ -1,6 +1,7 @@
 """Speed of attention_core.MultiHeadAttention against torch.nn.MultiheadAttention and d2l's,
 measured in one run on this machine and printed as ratios (not a test: timings flake on a
-shared machine, ratios from one run do not drift with it).
+shared machine). The three are timed in turn, round after round, and each keeps its best
+round, so a change of load shifts all three rather than the ratio.
 
     python bench/bench_mha.py [--device cuda] [--batch 8] [--tokens 512] [--hidden 512] [--heads 8]
 
@@ -39,7 +40,7 @@ def build(hidden, heads, device):
             "d2l": lambda x: theirs(x, x, x, None)}, (ours, ref, theirs)
 
 
-def time_it(fn, x, backward, min_run_time):
+def timer(fn, x, backward):
     if backward:
         x = x.clone().requires_grad_(True)
         stmt = "fn(x).sum().backward()"
@@ -47,9 +48,19 @@ def time_it(fn, x, backward, min_run_time):
     else:
         stmt = "with torch.no_grad(): fn(x)"
         globs = {"fn": fn, "x": x, "torch": torch}
-    timer = benchmark.Timer(stmt=stmt, globals=globs, num_threads=torch.get_num_threads())
-    timer.timeit(2)  # warm-up
-    return timer.blocked_autorange(min_run_time=min_run_time).median
+    t = benchmark.Timer(stmt=stmt, globals=globs, num_threads=torch.get_num_threads())
+    t.timeit(2)  # warm-up
+    return t
+
+
+def interleaved(timers: dict, rounds: int, min_run_time: float) -> dict:
+    """Each implementation's best median over ``rounds`` rounds, timed in turn within a round,
+    so that a change of load on a shared machine hits all of them rather than one."""
+    best = {name: float("inf") for name in timers}
+    for _ in range(rounds):
+        for name, t in timers.items():
+            best[name] = min(best[name], t.blocked_autorange(min_run_time=min_run_time).median)
+    return best
 
 
 def main():
@@ -59,7 +70,8 @@ def main():
     p.add_argument("--tokens", type=int, default=512)
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--min-run-time", type=float, default=3.0, help="seconds per measurement")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of interleaved measurements")
+    p.add_argument("--min-run-time", type=float, default=0.6, help="seconds per measurement")
     args = p.parse_args()
     device = torch.device(args.device)
     torch.manual_seed(0)
@@ -76,7 +88,8 @@ def main():
     for phase, backward in (("forward (no grad)", False), ("forward + backward", True)):
         for m in modules:
             m.train(backward)  # eval for inference: torch's fast path needs it
-        times = {name: time_it(fn, x, backward, args.min_run_time) for name, fn in fns.items()}
+        timers = {name: timer(fn, x, backward) for name, fn in fns.items()}
+        times = interleaved(timers, args.rounds, args.min_run_time)
         ours = times["attention_core"]
         print(f"\n{phase}:")
         for name, t in times.items():
