@@ -1,7 +1,8 @@
 """The complexity world of chapters 3 and 5: layers compared by what can be counted.
 
 The usual table says a convolution of kernel size k needs O(n/k) layers before the first
-output can depend on the last input, a recurrent layer O(n) steps, self-attention one layer.
+output can depend on the last input (a centred kernel: exactly ceil((n - 1) / (k // 2))), a
+recurrent layer O(n) steps, self-attention one layer.
 ``path_lengths`` reads those path lengths off the layers' real dependency structure: output i
 depends on input j exactly when the Jacobian block d y_i / d x_j is nonzero, and we find the
 smallest depth (stacked layers, or recurrent steps) at which it becomes nonzero.
@@ -39,6 +40,8 @@ def dependency_matrix(fn: Callable, n: int, d: int) -> torch.Tensor:
 def path_lengths(make: Callable[[int], Callable], n: int, d: int, max_depth: int) -> torch.Tensor:
     """Smallest depth at which output i depends on input j: (n, n), inf if never within max_depth.
 
+    That depth is the length of the *shortest* path from input j to output i; the largest
+    finite entry, the longest of these shortest paths, is the maximum path length.
     make(depth) returns the function to test at that depth (e.g. that many stacked layers).
     """
     result = torch.full((n, n), math.inf)
