@@ -27,8 +27,10 @@ book: env
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "Open _build/html/index.html"
 
+# A cell may take minutes when other jobs oversubscribe the two cores (OpenMP threads that
+# spin-wait then run ~10x slower): the cell timeout only guards against a hang.
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with \
-	tests/nbval_sanitize.cfg --nbval-cell-timeout=300 -q -p no:xdist $(NOTEBOOKS)
+	tests/nbval_sanitize.cfg --nbval-cell-timeout=1200 -q -p no:xdist $(NOTEBOOKS)
 
 # Everything: unit/property/cross-check tests, nbval over every chapter twice (as the machine
 # runs, then with portable kernels on one thread: another summation order, as on another CPU),
@@ -44,7 +46,7 @@ test: env
 # Re-run every notebook and save its outputs (commit them afterwards).
 execute: env
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.timeout=300 --ExecutePreprocessor.store_widget_state=False \
+		--ExecutePreprocessor.timeout=1200 --ExecutePreprocessor.store_widget_state=False \
 		--ExecutePreprocessor.record_timing=False $(NOTEBOOKS)
 
 # JupyterLab with live widgets (ipywidgets 8 ships its JupyterLab extension).
