@@ -1,18 +1,21 @@
 """The translation world: the generated corpus, its vocabulary and batches, the training loop
 and the metrics."""
 import datetime
+import functools
 import random
 
 import pytest
 import torch
 
 from attention_core.seq2seq import make_model
+from attention_core.decoding import greedy_decode
 from attention_core.worlds.translation import (Pair, TranslationData, Vocab, alignment_accuracy,
-                                               bleu, chinese_number, date_pair, english_number,
-                                               exact_match, join_items, make_corpus, make_length_test,
-                                               make_splits, masked_cross_entropy, number_pair,
-                                               pad_batch, random_pair, read_tsv_pairs,
-                                               train_seq2seq)
+                                               alignment_offsets, bleu, chinese_number, date_pair,
+                                               english_number, exact_match, join_items, make_corpus,
+                                               make_length_test, make_splits, masked_cross_entropy,
+                                               number_pair, pad_batch, random_pair, read_tsv_pairs,
+                                               teacher_forced_weights, train_seq2seq, translate,
+                                               wilson_interval)
 
 
 def seeded(seed):
@@ -183,3 +186,103 @@ def test_learning_rate_schedules():
     assert linear_decay(250, 1000) == 0.75
     with pytest.raises(ValueError, match="warmup must be a positive int"):
         warmup_linear_decay(0)
+
+
+@functools.lru_cache(maxsize=None)
+def small_trained_model(epochs=10, kind="attention"):
+    """A small model trained on one-item sentences (cached: the tests only read it)."""
+    train, _, test = make_splits(300, 10, 20, seeded(0), max_items=1)
+    data = TranslationData(train)
+    torch.manual_seed(0)
+    model = make_model(kind, len(data.src_vocab), len(data.tgt_vocab), num_hiddens=32,
+                       embed_size=16)
+    train_seq2seq(model, data, train, epochs=epochs, batch_size=32, lr=0.01, generator=seeded(0),
+                  progress=False)
+    return model, data, train, test
+
+
+def test_epoch_callback_is_called_after_every_epoch_and_changes_nothing():
+    train, _, _ = make_splits(200, 10, 10, seeded(0), max_items=1)
+    data = TranslationData(train)
+    references = [p.target for p in train[:10]]
+
+    def run(callback):
+        torch.manual_seed(0)
+        model = make_model("attention", len(data.src_vocab), len(data.tgt_vocab), num_hiddens=16,
+                           embed_size=8)
+        history = train_seq2seq(model, data, train, epochs=2, batch_size=50, lr=0.01,
+                                generator=seeded(0), progress=False, on_epoch_end=callback)
+        return model, history
+
+    calls = []
+
+    def validate(epoch, model):  # what a validation check does: decode in evaluation mode
+        model.eval()
+        calls.append((epoch, exact_match(translate(model, data, train[:10]), references)))
+
+    checked, history_checked = run(validate)
+    plain, history = run(None)
+    assert [epoch for epoch, _ in calls] == [1, 2] and all(0 <= em <= 1 for _, em in calls)
+    assert checked.training  # training resumed in training mode after each check
+    assert history_checked == history  # the checks change neither the batches nor the model
+    for a, b in zip(checked.parameters(), plain.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_translate_equals_greedy_decoding_in_batches():
+    model, data, _, test = small_trained_model()
+    out = translate(model, data, test, batch_size=7)
+    assert len(out) == len(test) and out == translate(model, data, test)
+    src, src_lens, _, _ = data.tensors(test)
+    tokens, _ = greedy_decode(model, src, src_lens, data.tgt_vocab.bos, data.tgt_vocab.eos)
+    assert out == [data.tgt_vocab.decode(row) for row in tokens.tolist()]
+    assert not any("<bos>" in o or "<eos>" in o for o in out)
+    assert translate(model, data, [(["march", "3rd", ",", "2021"], [])], max_len=2)[0] == \
+        translate(model, data, [(["march", "3rd", ",", "2021"], [])])[0][:2]
+    assert model.training  # decoding gives the model back in the mode it was in
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        translate(model, data, test, batch_size=0)
+
+
+def test_teacher_forced_weights_are_rows_of_the_padded_batch():
+    model, data, _, test = small_trained_model(epochs=1)
+    w = teacher_forced_weights(model, data, test, batch_size=6)
+    n_tgt = max(len(p.target) for p in test) + 1
+    n_src = max(len(p.source) for p in test) + 1
+    assert w.shape == (len(test), n_tgt, n_src) and w.device.type == "cpu"
+    for b, p in enumerate(test):  # each real row sums to one over the sentence's own source
+        rows = w[b, : len(p.target) + 1]
+        torch.testing.assert_close(rows[:, : len(p.source) + 1].sum(-1), torch.ones(len(p.target) + 1))
+        assert rows[:, len(p.source) + 1:].abs().sum() == 0 and w[b, len(p.target) + 1:].abs().sum() == 0
+    one = teacher_forced_weights(model, data, test[:1])
+    torch.testing.assert_close(one[0], w[0, : one.shape[1], : one.shape[2]])
+    plain, *_ = small_trained_model(epochs=1, kind="plain")
+    with pytest.raises(TypeError, match="PlainDecoder computed no attention weights"):
+        teacher_forced_weights(plain, data, test)
+
+
+def test_alignment_offsets_by_hand():
+    weights = torch.zeros(2, 3, 6)
+    weights[0, 0, 2] = weights[0, 1, 4] = weights[0, 2, 0] = weights[1, 0, 3] = 1
+    truth = [[{2}, {1, 3}, {5}], [{2, 4}]]
+    # a hit; one right of 3; five left of 5; halfway between 2 and 4: the tie counts as -1
+    assert alignment_offsets(weights, truth) == [0, 1, -5, -1]
+    share_of_zeros = alignment_offsets(weights, truth).count(0) / 4
+    assert alignment_accuracy(weights, truth) == share_of_zeros
+    with pytest.raises(ValueError, match=r"weights must be \(batch=1, n_tgt, n_src\)"):
+        alignment_offsets(weights, truth[:1])
+
+
+def test_wilson_interval():
+    low, high = wilson_interval(43, 47)  # the textbook formula, by hand
+    p, z, n = 43 / 47, 1.96, 47
+    centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z / (1 + z**2 / n) * (p * (1 - p) / n + z**2 / (4 * n**2)) ** 0.5
+    assert (low, high) == pytest.approx((centre - half, centre + half))
+    assert low < p < high and 0.78 < low < 0.81 and 0.96 < high < 0.98
+    assert wilson_interval(47, 47)[1] == 1.0 and wilson_interval(47, 47)[0] < 1  # never a point
+    assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(0, 10)[1] > 0
+    a, b = wilson_interval(430, 470), wilson_interval(43, 47)
+    assert a[1] - a[0] < (b[1] - b[0]) / 3  # ten times the sentences: about a third the width
+    with pytest.raises(ValueError, match="0 <= successes <= n"):
+        wilson_interval(5, 4)

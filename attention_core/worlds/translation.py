@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from .._checks import check_positive_int
-from ..decoding import decoder_input
+from ..decoding import decoder_input, evaluating, greedy_decode
 
 ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
@@ -434,7 +434,8 @@ def linear_decay(step: int, total: int) -> float:
 def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
                   lr: float = 0.005, clip: float = 1.0, decay: bool = True, schedule=None,
                   label_smoothing: float = 0.0,
-                  generator: torch.Generator | None = None, device=None, progress: bool = True):
+                  generator: torch.Generator | None = None, device=None, progress: bool = True,
+                  on_epoch_end=None):
     """Teacher-forced training with Adam, masked loss and gradient clipping.
 
     data: a TranslationData; pairs: the training pairs. With ``decay`` the learning rate falls
@@ -445,6 +446,11 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
     (the loss returned includes it). Batches and
     their order come from ``generator``, so the same call gives the same model on one
     machine. The progress bar (tqdm) is display only. Returns the mean loss of each epoch.
+
+    on_epoch_end: an optional function ``(epoch, model)`` called after every epoch (epoch
+    counts from 1), for example to score the model on a validation split; it may switch the
+    model to evaluation mode, and training resumes in training mode. It draws nothing from
+    ``generator``, so it leaves the batches, and with them the trained model, unchanged.
     """
     from tqdm.auto import tqdm  # book tooling: imported only when training runs
 
@@ -474,7 +480,59 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
                 bar.update(1)
             history.append(torch.stack(losses).mean().item())  # one host read per epoch
             bar.set_postfix(epoch=epoch + 1, loss=f"{history[-1]:.3f}", refresh=False)
+            if on_epoch_end is not None:
+                on_epoch_end(epoch + 1, model)
+                model.train()
     return history
+
+
+# ---- using a trained model -----------------------------------------------------------
+def translate(model, data, pairs, *, batch_size: int = 250, max_len: int = 60, device=None):
+    """Greedy translations of ``pairs`` (corpus.Pair or (source, target); the targets are not
+    used) as lists of target tokens, without <bos>/<eos>.
+
+    model: an encoder-decoder of ``seq2seq`` or ``transformer``; data: the TranslationData
+    whose vocabularies it was trained with. Sentences go through ``greedy_decode`` in batches
+    of ``batch_size``, at most ``max_len`` tokens each, on ``device`` (default: the model's).
+    A source token missing from the vocabulary is read as <unk>.
+    """
+    check_positive_int(batch_size=batch_size, max_len=max_len)
+    device = device or next(model.parameters()).device
+    vocab, predictions = data.tgt_vocab, []
+    for start in range(0, len(pairs), batch_size):
+        src, src_lens, _, _ = data.tensors(pairs[start:start + batch_size])
+        tokens, _ = greedy_decode(model, src.to(device), src_lens.to(device), vocab.bos,
+                                  vocab.eos, max_len=max_len)
+        predictions += [vocab.decode(row) for row in tokens.tolist()]
+    return predictions
+
+
+def teacher_forced_weights(model, data, pairs, *, batch_size: int = 250, device=None):
+    """The attention decoder's weights while it reads the reference translations (teacher
+    forcing), so that row t belongs to target token t: (B, n_tgt, n_src) on the CPU.
+
+    n_tgt counts the target tokens and the final <eos>, n_src the source tokens and their
+    <eos>; rows and columns past a sentence's own lengths are zero. model: an EncoderDecoder
+    whose decoder keeps ``attention_weights`` (B, n_tgt, n_src) of its last call.
+    """
+    check_positive_int(batch_size=batch_size)
+    if not hasattr(model.decoder, "attention_weights"):
+        raise TypeError(f"{type(model.decoder).__name__} keeps no attention_weights")
+    device = device or next(model.parameters()).device
+    chunks = []
+    with evaluating(model):
+        for start in range(0, len(pairs), batch_size):
+            src, src_lens, tgt, tgt_lens = data.tensors(pairs[start:start + batch_size])
+            model(src.to(device), decoder_input(tgt, data.tgt_vocab.bos).to(device),
+                  src_lens.to(device))
+            if model.decoder.attention_weights is None:
+                raise TypeError(f"{type(model.decoder).__name__} computed no attention weights")
+            weights = model.decoder.attention_weights.float().cpu()
+            real = torch.arange(weights.shape[1])[None, :] < tgt_lens[:, None]  # (B, n_tgt)
+            chunks.append(weights * real[..., None])  # rows read from padding: zero
+    n_tgt, n_src = max(c.shape[1] for c in chunks), max(c.shape[2] for c in chunks)
+    return torch.cat([torch.nn.functional.pad(c, (0, n_src - c.shape[2], 0, n_tgt - c.shape[1]))
+                      for c in chunks])
 
 
 # ---- metrics -------------------------------------------------------------------------
@@ -516,3 +574,40 @@ def alignment_accuracy(weights, alignments, tgt_valid_lens=None) -> float:
             hits += position in sources
             total += 1
     return hits / total
+
+
+def alignment_offsets(weights, alignments) -> list:
+    """For each target token, how far its largest attention weight lies from the nearest
+    source token it truly comes from: argmax_j weights[b, t, j] - (nearest true position).
+
+    0 is a hit, +1 one source token to the right (later) of the truth, -1 one to the left.
+    Where two true positions are equally near, the one to the right is taken (the offset is
+    then negative), so a count of positive offsets is never inflated by the tie. Arguments
+    as in ``alignment_accuracy``, whose value is the share of zeros here. Returns one int per
+    counted target token, sentence by sentence.
+    """
+    if weights.dim() != 3 or weights.shape[0] != len(alignments):
+        raise ValueError(f"weights must be (batch={len(alignments)}, n_tgt, n_src), got shape "
+                         f"{tuple(weights.shape)}")
+    offsets = []
+    for row, truth in zip(weights.argmax(-1).tolist(), alignments):
+        for position, sources in zip(row, truth):
+            offsets.append(min((position - s for s in sources), key=lambda o: (abs(o), o)))
+    return offsets
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple:
+    """Wilson's score interval for a rate measured as ``successes`` out of ``n`` independent
+    trials (z = 1.96: about 95% coverage).
+
+    Unlike the normal approximation p ± z·sqrt(p(1-p)/n), it stays inside [0, 1] and does not
+    shrink to a point when p is 0 or 1, which matters for small buckets with rates near 100%.
+    Returns (low, high).
+    """
+    if not (isinstance(n, int) and n > 0 and isinstance(successes, int) and 0 <= successes <= n):
+        raise ValueError(f"need integers 0 <= successes <= n and n > 0, got successes={successes!r}, "
+                         f"n={n!r}")
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5
+    return max(0.0, centre - half), min(1.0, centre + half)
