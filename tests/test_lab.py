@@ -71,7 +71,9 @@ def test_live_slider_redraws_in_jupyterlab(lab, notebook):
         page.click("#jp-menu-panel >> text=Run", timeout=10_000)
         page.click("text=Run All Cells", timeout=10_000)
         slider = page.locator(".widget-hslider").first
-        slider.wait_for(timeout=150_000)
+        # the first slider appears only after the cells above it ran: chapter 8 trains two models
+        # first (minutes live, more on a busy machine)
+        slider.wait_for(timeout=600_000)
         image = page.locator(".jupyter-widgets img").first
         image.wait_for(timeout=30_000)
         before = image.get_attribute("src")
