@@ -1,8 +1,11 @@
 """A reader's second mode: the chapters in JupyterLab, with live widgets.
 
 Starts JupyterLab on loopback over a temporary copy of chapters/ (so autosave can never touch
-the committed notebooks), runs every cell of each chapter that has an interactive figure in
-headless Chromium, moves the slider, and checks that the kernel redrew the figure.
+the committed notebooks), runs each chapter that has an interactive figure in headless Chromium
+up to and including that figure, moves the slider, and checks that the kernel redrew the figure.
+
+The copy of each chapter ends at its first slider cell: the cells below it are nbval's to check
+(it runs every cell twice), and here they would only delay the redraw, which queues behind them.
 """
 import json
 import shutil
@@ -20,6 +23,14 @@ from test_site import CHROMIUM, FLAGS
 ROOT = Path(__file__).resolve().parents[1]
 WITH_SLIDERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb"))
                 if "slider_figure(" in p.read_text(encoding="utf-8")]
+# Chapters 4 and 8 train translation models before their figure: about five minutes together,
+# which would push `make test` past its 20-minute budget. What this test adds to nbval (which
+# draws every frame of their figures through the same draw function, in both of its passes) is
+# the live wiring of widgets.slider_figure, the same in every chapter and exercised by the rest.
+TRAINS_FIRST = {"04_seq2seq_attention.ipynb", "08_transformer.ipynb"}
+CHAPTERS = [pytest.param(p, id=p.name, marks=[pytest.mark.skip(
+                reason="trains models for minutes before its figure; see TRAINS_FIRST")]
+                         if p.name in TRAINS_FIRST else []) for p in WITH_SLIDERS]
 
 pytestmark = pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium")
 
@@ -34,6 +45,13 @@ def free_port():
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     shutil.copytree(ROOT / "chapters", root / "chapters")
+    for notebook in WITH_SLIDERS:  # each copy ends at its first slider cell
+        copy = root / "chapters" / notebook.name
+        nb = json.loads(copy.read_text(encoding="utf-8"))
+        last = next(i for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
+                    and "slider_figure(" in "".join(cell["source"]))
+        nb["cells"] = nb["cells"][:last + 1]
+        copy.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
@@ -55,7 +73,7 @@ def lab(tmp_path_factory):
     proc.wait(timeout=20)
 
 
-@pytest.mark.parametrize("notebook", WITH_SLIDERS, ids=[p.name for p in WITH_SLIDERS])
+@pytest.mark.parametrize("notebook", CHAPTERS)
 def test_live_slider_redraws_in_jupyterlab(lab, notebook):
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
@@ -71,8 +89,8 @@ def test_live_slider_redraws_in_jupyterlab(lab, notebook):
         page.click("#jp-menu-panel >> text=Run", timeout=10_000)
         page.click("text=Run All Cells", timeout=10_000)
         slider = page.locator(".widget-hslider").first
-        # the first slider appears only after the cells above it ran: chapter 8 trains two models
-        # first (minutes live, more on a busy machine)
+        # the first slider appears only after the cells above it ran (chapter 7 trains two small
+        # models first: seconds on a quiet machine, minutes with both cores busy)
         slider.wait_for(timeout=600_000)
         image = page.locator(".jupyter-widgets img").first
         image.wait_for(timeout=30_000)
@@ -84,11 +102,10 @@ def test_live_slider_redraws_in_jupyterlab(lab, notebook):
         at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
         handle.focus()
         page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
-        # the redraw queues behind the cells below the slider that "Run All" is still running
-        # (chapter 5 counts a GRU on meta and times three layers after its explorer)
+        # one redraw: seconds on a quiet machine, far longer with both cores busy
         page.wait_for_function(
             "([el, src]) => el.getAttribute('src') !== src", arg=[image.element_handle(), before],
-            timeout=600_000)
+            timeout=300_000)
         assert page.locator(".widget-readout").first.inner_text() != readout
         assert not errors, errors
         browser.close()
