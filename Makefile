@@ -6,18 +6,20 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check --no-input -q
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: all env book test execute lab bench clean
+.PHONY: all env book test test-portable test-browser execute lab bench clean
 
 all: book
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall whenever a requirements or project file changes.
+# Reinstall whenever a requirements or project file changes. --no-compile: Python writes the
+# bytecode of the modules actually imported on first use, instead of pip compiling all of
+# torch's (~30 s of the ~110 s install).
 $(VENV)/.installed: $(BIN)/activate requirements.txt requirements-nodeps.txt constraints.txt pyproject.toml
-	$(PIP) install -r requirements.txt -c constraints.txt
-	$(PIP) install --no-deps -r requirements-nodeps.txt -c constraints.txt
-	$(PIP) install --no-deps -e .
+	$(PIP) install --no-compile -r requirements.txt -c constraints.txt
+	$(PIP) install --no-compile --no-deps -r requirements-nodeps.txt -c constraints.txt
+	$(PIP) install --no-compile --no-deps -e .
 	touch $@
 
 env: $(VENV)/.installed
@@ -30,18 +32,29 @@ book: env
 # A cell may take minutes when other jobs oversubscribe the two cores (OpenMP threads that
 # spin-wait then run ~10x slower): the cell timeout only guards against a hang.
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with \
-	tests/nbval_sanitize.cfg --nbval-cell-timeout=1200 -q -p no:xdist $(NOTEBOOKS)
+	tests/nbval_sanitize.cfg --nbval-cell-timeout=1200 -q
 
-# Everything: unit/property/cross-check tests, nbval over every chapter twice (as the machine
-# runs, then with portable kernels on one thread: another summation order, as on another CPU),
-# the site build, and, where Chromium is installed, the site in a headless browser and the
-# chapters' live widgets in JupyterLab.
+# The two chapters that train translation models, first, so that two workers finish together.
+TRAINING := chapters/08_transformer.ipynb chapters/04_seq2seq_attention.ipynb
+HEAVY_FIRST := $(TRAINING) $(filter-out $(TRAINING),$(NOTEBOOKS))
+
+# Everything: unit/property/cross-check tests; nbval over every chapter as the machine runs;
+# then, side by side, nbval again with portable kernels on one thread (another summation order,
+# as on another CPU) and the site build with its browser tests and the live widgets in
+# JupyterLab (where Chromium is installed). Each side prints its output when it ends.
 test: env
 	$(BIN)/python -m pytest tests -q -p no:randomly -n 2 --ignore=tests/test_site.py --ignore=tests/test_lab.py
-	$(NBVAL)
-	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 $(NBVAL)
-	$(MAKE) book
-	$(BIN)/python -m pytest tests/test_site.py tests/test_lab.py -q
+	$(NBVAL) -p no:xdist $(NOTEBOOKS)
+	$(MAKE) -j2 --output-sync=target test-portable test-browser
+
+# One thread per kernel, so two notebooks at a time fill two cores without oversubscribing them.
+test-portable: env
+	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 $(NBVAL) -n 2 --dist loadscope \
+		--no-loadscope-reorder $(HEAVY_FIRST)
+
+# The live kernels get one thread: they share the cores with test-portable.
+test-browser: book
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/test_site.py tests/test_lab.py -q
 
 # Re-run every notebook and save its outputs (commit them afterwards).
 execute: env
