@@ -21,8 +21,20 @@ import pytest
 from test_site import CHROMIUM, FLAGS
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def first_slider_cell(cells):
+    """Index of the first code cell that makes an interactive figure, or None."""
+    return next((i for i, cell in enumerate(cells) if cell["cell_type"] == "code"
+                 and "slider_figure(" in "".join(cell["source"])), None)
+
+
+def read_notebook(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 WITH_SLIDERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb"))
-                if "slider_figure(" in p.read_text(encoding="utf-8")]
+                if first_slider_cell(read_notebook(p)["cells"]) is not None]
 # Chapters 4 and 8 train translation models before their figure: about five minutes together,
 # which would push `make test` past its 20-minute budget. What this test adds to nbval (which
 # draws every frame of their figures through the same draw function, in both of its passes) is
@@ -47,10 +59,8 @@ def lab(tmp_path_factory):
     shutil.copytree(ROOT / "chapters", root / "chapters")
     for notebook in WITH_SLIDERS:  # each copy ends at its first slider cell
         copy = root / "chapters" / notebook.name
-        nb = json.loads(copy.read_text(encoding="utf-8"))
-        last = next(i for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
-                    and "slider_figure(" in "".join(cell["source"]))
-        nb["cells"] = nb["cells"][:last + 1]
+        nb = read_notebook(copy)
+        nb["cells"] = nb["cells"][:first_slider_cell(nb["cells"]) + 1]
         copy.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
     port = free_port()
     proc = subprocess.Popen(
