@@ -121,3 +121,84 @@ def test_glossary_terms_avoided_in_chapters():
         text = "\n".join(markdown_sources(path))
         for word, (en, zh) in avoided.items():
             assert word not in text, f"{path.name} uses {word!r}; the glossary says {en} = {zh}"
+
+
+# --- The code a reader sees: the mechanism, not the checks (DESIGN.md, "The code a reader sees")
+
+from attention_core.book.source import validation_share  # noqa: E402
+
+SHOWN_CODE = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def displayed_sources(path):
+    """(cell index, source shown by show_source) for every displayed source in a notebook."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for i, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            md = "".join(out.get("data", {}).get("text/markdown", ""))
+            if "show_source" in "".join(cell["source"]) and md:
+                yield i, "\n".join(SHOWN_CODE.findall(md))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_displayed_sources_are_mechanism_not_validation(path):
+    total = checks = 0
+    for i, src in displayed_sources(path):
+        v, n = validation_share(src)
+        assert v <= 0.05 * n, (f"cell {i} displays {n} lines of which {v} are validation "
+                               f"(> 5%): check at the door in one line, display the room")
+        total, checks = total + n, checks + v
+    assert checks <= 0.05 * total
+
+
+def test_validation_share_counts_checks_raises_and_their_continuations():
+    src = ("def f(x, n):\n"
+           "    check_tensor('x', x)\n"
+           "    if n < 1:\n"
+           "        raise ValueError(\n"
+           "            'n must be positive')\n"
+           "    y = x * n\n"
+           "    return y\n")
+    assert validation_share(src) == (4, 7)
+
+
+# Words about the test suite, not about attention. Prose and the comments a reader meets
+# (outside folded check cells) never use them; book/checks.md explains how the book checks itself.
+APPARATUS = re.compile(r"nbval|\bbench/|\btests/|\btest_\w+\(|\(asserted\)|\basserts?\b|CPU settings"
+                       r"|portable kernels?|native kernels?|ATEN_CPU|OMP_NUM_THREADS|spread\.py"
+                       r"|断言|可移植内核|原生内核|CPU 设置", re.I)
+
+
+def folded(cell) -> bool:
+    return "hide-input" in cell.get("metadata", {}).get("tags", [])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_prose_talks_about_attention_not_the_test_suite(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for i, cell in enumerate(nb["cells"]):
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            if folded(cell):
+                continue
+            src = "\n".join(re.findall(r"#(.*)", src))  # the comments a reader meets
+        hit = APPARATUS.search(src)
+        assert not hit, f"cell {i} mentions test apparatus: {src[max(0, hit.start() - 60):hit.end() + 40]!r}"
+
+
+ASSERTS = re.compile(r"^\s*assert\b|\bassert_close\(|\bassert_equal\(|\btesting\.assert", re.M)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_check_cells_are_folded_under_a_bilingual_claim(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [(i, c) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+    for i, cell in code:
+        src = "".join(cell["source"])
+        if i == code[0][0] or ASSERTS.search(src):
+            assert folded(cell), f"cell {i} checks (or imports) and is not folded (tag hide-input)"
+        if folded(cell):
+            label = cell["metadata"].get("mystnb", {}).get("code_prompt_show", "")
+            en, _, zh = label.partition(" · ")
+            assert LATIN.search(en) and CJK.search(zh), \
+                f"cell {i}: a folded cell needs mystnb.code_prompt_show 'English · 中文', got {label!r}"

@@ -651,3 +651,30 @@ def test_package_names_link_to_the_api_reference(browser):
             assert f'id="{target}"' in api, f"{page_path}: link to missing entry {target}"
         v.context.close()
     assert linked >= 40, f"only {linked} links from the chapters to the API reference"
+
+
+@pytest.mark.parametrize("page_path", _chapter_pages())
+def test_check_cells_are_folded_and_open_on_click(browser, page_path):
+    """A cell that checks a claim is folded under the claim in words, in the reader's language;
+    a click opens it and shows the check's code."""
+    v = Visit(browser, page_path, locale="zh-CN")
+    folds = v.page.locator("details.hide.above-input")
+    assert folds.count() >= 2, "the import cell and at least one check should be folded"
+    for n in range(folds.count()):
+        fold = folds.nth(n)
+        assert fold.get_attribute("open") is None, f"fold {n} is open before a click"
+        assert not fold.locator(".cell_input").first.is_visible()
+        label = fold.locator("summary p.collapsed").inner_text()
+        assert re.search(r"[\u4e00-\u9fff]", label), f"fold {n}'s label in 中文 mode: {label!r}"
+    fold = folds.nth(folds.count() - 1)
+    fold.scroll_into_view_if_needed()
+    fold.locator("summary").click()
+    assert fold.get_attribute("open") is not None
+    assert fold.locator(".cell_input").first.is_visible()
+    code = fold.locator(".cell_input").first.inner_text()
+    assert code.strip(), "an opened fold shows no code"
+    v.page.evaluate("document.querySelector('.lang-switch button[value=en]').click()")
+    label = folds.first.locator("summary p.collapsed").inner_text()
+    assert re.search(r"[A-Za-z]{3,}", label) and not re.search(r"[\u4e00-\u9fff]", label), \
+        f"the first fold's label in English mode: {label!r}"
+    v.context.close()
