@@ -11,7 +11,7 @@ import attention_core as ac  # noqa: E402
 from attention_core.book.plot import show_heatmaps, use_house_style  # noqa: E402
 from attention_core.book.runtime import get_device  # noqa: E402
 from attention_core.book.source import show_source  # noqa: E402
-from attention_core.book.timing import median_time  # noqa: E402
+from attention_core.book.timing import best_times, median_time  # noqa: E402
 from attention_core.book.widgets import SLIDER_JS, Slider, slider_figure  # noqa: E402
 
 
@@ -97,6 +97,16 @@ def test_median_time_counts_real_calls():
     calls = []
     t = median_time(lambda: calls.append(1), min_run_time=0.01)
     assert t > 0 and len(calls) > 1
+
+
+def test_best_times_interleaves_rounds_and_keeps_each_functions_best():
+    order = []
+    best = best_times({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+                      rounds=3, min_run_time=0.001)
+    assert set(best) == {"a", "b"} and all(0 < t < float("inf") for t in best.values())
+    # each round times a, then b: the calls alternate in blocks, three blocks of each
+    blocks = [k for i, k in enumerate(order) if i == 0 or order[i - 1] != k]
+    assert blocks == ["a", "b"] * 4  # one warm-up call each, then three rounds
 
 
 def test_device_can_be_chosen_by_environment(monkeypatch):
