@@ -44,7 +44,8 @@ def _is_check(node) -> bool:
 
 def validation_share(source: str) -> tuple[int, int]:
     """(validation lines, non-blank lines) of a displayed source: the lines of its check calls,
-    raise and assert statements and validating ``if``s, continuation lines included."""
+    raise and assert statements and ``if`` statements that only validate, continuation lines
+    included."""
     source = textwrap.dedent(source)
     lines = set()
     for node in ast.walk(ast.parse(source)):
