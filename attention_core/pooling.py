@@ -2,10 +2,11 @@
 
 A query x attends to keys x_i and returns the weighted average of their values y_i:
 
-    f(x) = sum_i alpha(x, x_i) y_i,   alpha(x, x_i) = K((x - x_i) / h) / sum_j K((x - x_j) / h)
+    f(x) = sum_i alpha(x, x_i) y_i,
+    alpha(x, x_i) = K((x - x_i) / sigma) / sum_j K((x - x_j) / sigma)
 
 Each kernel K is written as its logarithm, so that the weights are a softmax of
-"attention scores" log K. That is the same computation, and it stays exact when h is so
+"attention scores" log K. That is the same computation, and it stays exact when sigma is so
 small that K itself would underflow to 0 for every key (a plain ratio would give 0/0).
 """
 from __future__ import annotations
@@ -48,9 +49,11 @@ def kernel_scores(x_query: torch.Tensor, x_train: torch.Tensor, kernel: str = "g
     return KERNELS[kernel](u)
 
 
-def check_pooling(x_train, y_train, x_query, kernel: str = "gaussian", bandwidth=1.0) -> None:
+def check_pooling(x_train, y_train, x_query, kernel: str = "gaussian", bandwidth=1.0,
+                  exclude_self: bool = False) -> None:
     """Keys x_train and values y_train (n_train,), queries x_query (n_queries,), a known
-    kernel, and a positive bandwidth (a Python number; a tensor is checked for shape only)."""
+    kernel, and a positive bandwidth (a Python number; a tensor is checked for shape only);
+    with exclude_self, the queries must be the training points themselves."""
     for name, t in (("x_train", x_train), ("y_train", y_train), ("x_query", x_query)):
         check_tensor(name, t)
         check_rank(name, t, 1, "a 1-D tensor of scalars (n,)")
@@ -63,22 +66,32 @@ def check_pooling(x_train, y_train, x_query, kernel: str = "gaussian", bandwidth
         check_rank("bandwidth", bandwidth, 0, "a scalar tensor")
     else:
         check_positive("bandwidth", bandwidth)
+    if exclude_self and x_query.shape != x_train.shape:
+        raise ValueError(f"exclude_self needs the queries to be the training points, got "
+                         f"x_query {tuple(x_query.shape)} and x_train {tuple(x_train.shape)}")
 
 
 def nadaraya_watson(x_train: torch.Tensor, y_train: torch.Tensor, x_query: torch.Tensor,
-                    kernel: str = "gaussian", bandwidth: float = 1.0):
-    """Nadaraya–Watson estimate at each query point.
+                    kernel: str = "gaussian", bandwidth: float = 1.0, exclude_self: bool = False):
+    """Nadaraya–Watson estimate at each query point:
+
+        f(x) = sum_i alpha(x, x_i) y_i,   alpha(x, x_i) = softmax_i(log K((x - x_i) / sigma)).
 
     x_train: (n_train,) keys; y_train: (n_train,) values; x_query: (n_queries,) queries.
     kernel: "gaussian", "boxcar", "epanechnikov" or "constant" (average pooling).
-    bandwidth: h > 0, the width of the kernel in units of x.
+    bandwidth: sigma > 0, the width of the kernel in units of x (a float or a scalar tensor).
+    exclude_self: leave-one-out; the queries are the training points and query i ignores key i.
     Returns (predictions (n_queries,), weights (n_queries, n_train)); every row of weights
     sums to 1, except for a query that no key reaches (a boxcar or Epanechnikov kernel
     narrower than the gap to the nearest key), whose weights and prediction are 0.
     """
-    check_pooling(x_train, y_train, x_query, kernel, bandwidth)
-    weights = masked_softmax(kernel_scores(x_query, x_train, kernel, bandwidth))
-    return weights @ y_train, weights
+    check_pooling(x_train, y_train, x_query, kernel, bandwidth, exclude_self)
+    scores = kernel_scores(x_query, x_train, kernel, bandwidth)  # (n_queries, n_train): log K
+    mask = None  # True where query i may attend to key j
+    if exclude_self:  # leave-one-out: every key but the query's own, (n_train, n_train)
+        mask = ~torch.eye(len(x_train), dtype=torch.bool, device=x_train.device)
+    weights = masked_softmax(scores, mask=mask)  # (n_queries, n_train): alpha, rows sum to 1
+    return weights @ y_train, weights            # (n_queries,): sum_i alpha_i y_i
 
 
 class NWKernelRegression(nn.Module):
@@ -94,20 +107,15 @@ class NWKernelRegression(nn.Module):
     def __init__(self, bandwidth: float = 1.0):
         super().__init__()
         check_positive("bandwidth", bandwidth)
-        self.log_bandwidth = nn.Parameter(torch.tensor(math.log(bandwidth)))
+        self.log_bandwidth = nn.Parameter(torch.tensor(math.log(bandwidth)))  # log sigma
         self.attention_weights = None
 
     @property
     def bandwidth(self) -> torch.Tensor:
-        return self.log_bandwidth.exp()
+        return self.log_bandwidth.exp()  # sigma = exp(log sigma) > 0 for every log sigma
 
     def forward(self, x_query, x_train, y_train, exclude_self: bool = False):
-        check_pooling(x_train, y_train, x_query)
-        if exclude_self and x_query.shape != x_train.shape:
-            raise ValueError(f"exclude_self needs the queries to be the training points, got "
-                             f"x_query {tuple(x_query.shape)} and x_train {tuple(x_train.shape)}")
-        scores = kernel_scores(x_query, x_train, "gaussian", self.bandwidth.to(x_query.dtype))
-        # leave-one-out: query i may not attend to key i
-        mask = ~torch.eye(len(x_train), dtype=torch.bool, device=x_train.device) if exclude_self else None
-        self.attention_weights = masked_softmax(scores, mask=mask)
-        return self.attention_weights @ y_train
+        # the estimate of nadaraya_watson with the Gaussian kernel and the learned sigma
+        y_hat, self.attention_weights = nadaraya_watson(
+            x_train, y_train, x_query, "gaussian", self.bandwidth, exclude_self)
+        return y_hat  # (n_queries,)

@@ -85,6 +85,16 @@ def _as_numpy(x):
     return x
 
 
+def _check_heatmaps(m: torch.Tensor, titles) -> None:
+    """The door of show_heatmaps: 2, 3 or 4 axes, and one title per column if any."""
+    if m.dim() not in (2, 3, 4):
+        raise ValueError(f"matrices must be (n_queries, n_keys), (n_cols, n_queries, n_keys) or "
+                         f"(n_rows, n_cols, n_queries, n_keys), got shape {tuple(m.shape)}")
+    n_cols = m.shape[-3] if m.dim() >= 3 else 1
+    if titles is not None and len(titles) != n_cols:
+        raise ValueError(f"titles has {len(titles)} entries but matrices has {n_cols} columns")
+
+
 def show_heatmaps(matrices, xlabel: str, ylabel: str, titles=None, figsize=(2.5, 2.5),
                   cmap: str = "Reds", colorbar: bool = True):
     """Draw a grid of heatmaps, e.g. attention weights.
@@ -94,22 +104,17 @@ def show_heatmaps(matrices, xlabel: str, ylabel: str, titles=None, figsize=(2.5,
     Returns the figure; all panels share one colour scale.
     """
     m = torch.as_tensor(_as_numpy(matrices))
-    if m.dim() == 2:
-        m = m[None, None]
-    elif m.dim() == 3:
-        m = m[None]
-    elif m.dim() != 4:
-        raise ValueError(f"matrices must be (n_queries, n_keys), (n_cols, n_queries, n_keys) or "
-                         f"(n_rows, n_cols, n_queries, n_keys), got shape {tuple(m.shape)}")
-    n_rows, n_cols = m.shape[:2]
-    if titles is not None and len(titles) != n_cols:
-        raise ValueError(f"titles has {len(titles)} entries but matrices has {n_cols} columns")
+    _check_heatmaps(m, titles)
+    while m.dim() < 4:
+        m = m[None]  # missing leading axes are rows and columns of size one
+    n_rows, n_cols = m.shape[:2]  # m: (n_rows, n_cols, n_queries, n_keys)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(figsize[0] * n_cols, figsize[1] * n_rows),
                              sharex=True, sharey=True, squeeze=False)
-    vmin, vmax = float(m.min()), float(m.max())
+    vmin, vmax = float(m.min()), float(m.max())  # one colour scale for every panel
     for i in range(n_rows):
         for j in range(n_cols):
             ax = axes[i, j]
+            # one row of pixels per query, one column per key (with "Reds", darker = more)
             pcm = ax.imshow(m[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
             ax.grid(False)
             if i == n_rows - 1:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import torch
 
-from ..masking import masked_softmax
-
 FEATURES = ("red", "contrast", "readable", "drinkable", "writable")
 APPEARANCE = slice(0, 2)
 
@@ -45,36 +43,51 @@ def query_vector(goal: str, dtype=torch.float32, device=None):
 
 def saliency(keys: torch.Tensor) -> torch.Tensor:
     """How far each object's appearance lies from the average appearance: (n_objects,)."""
-    look = keys[:, APPEARANCE]
-    return (look - look.mean(0)).norm(dim=-1)
+    look = keys[:, APPEARANCE]                 # (n_objects, 2): a_i = (red, contrast)
+    return (look - look.mean(0)).norm(dim=-1)  # (n_objects,): s_i = ||a_i - mean of a||
 
 
 SALIENCY_WEIGHT = 0.1  # how much the eye still counts once there is a goal (see cue_weights)
 
 
-def cue_weights(keys: torch.Tensor, query: torch.Tensor | None = None,
-                sharpness: float = 5.0, saliency_weight: float = SALIENCY_WEIGHT) -> torch.Tensor:
-    """Attention weights over the objects: (n_objects,).
-
-    Without a query only saliency drives attention: softmax(sharpness * saliency). With a
-    query both cues act: softmax(sharpness * (query · key + saliency_weight * saliency)).
-    The default weight 0.1 is small enough that the goal alone decides which object wins
-    (0.1 times the spread of the saliencies is below the gap between the best and the
-    second-best match of every goal), while the red cup still draws a little more of the
-    reader's attention than its match alone would give it.
-    """
+def _check_cue_inputs(keys, query, sharpness, saliency_weight) -> None:
+    """The door of cue_weights: keys (n_objects, 5), query None or (5,), non-negative numbers."""
     if keys.dim() != 2 or keys.shape[1] != len(FEATURES):
         raise ValueError(f"keys must be (n_objects, {len(FEATURES)}), got shape {tuple(keys.shape)}")
     if not sharpness >= 0:
         raise ValueError(f"sharpness must be non-negative, got {sharpness}")
     if not saliency_weight >= 0:
         raise ValueError(f"saliency_weight must be non-negative, got {saliency_weight}")
-    scores = saliency(keys)
-    if query is not None:
-        if query.shape != (len(FEATURES),):
-            raise ValueError(f"query must be ({len(FEATURES)},), got shape {tuple(query.shape)}")
-        scores = keys @ query + saliency_weight * scores
-    return masked_softmax(sharpness * scores)
+    if query is not None and query.shape != (len(FEATURES),):
+        raise ValueError(f"query must be ({len(FEATURES)},), got shape {tuple(query.shape)}")
+
+
+def cue_weights(keys: torch.Tensor, query: torch.Tensor | None = None,
+                sharpness: float = 5.0, saliency_weight: float = SALIENCY_WEIGHT) -> torch.Tensor:
+    """Attention weights alpha over the objects: (n_objects,).
+
+    Without a query only the nonvolitional cue acts::
+
+        alpha_i = softmax_i(sharpness * s_i),   where s = saliency(keys).
+
+    With a query q both cues act::
+
+        alpha_i = softmax_i(sharpness * (q . k_i + saliency_weight * s_i)).
+
+    Sharpness 0 gives every object 1/n; a large sharpness puts nearly all the weight on the
+    object with the highest score, as an exact lookup would. The default saliency weight 0.1
+    is small enough that the goal alone decides which object wins (0.1 times the spread of
+    the saliencies is below the gap between the best and the second-best match of every
+    goal), while the red cup still draws a little more of the reader's attention than its
+    match alone would give it.
+    """
+    _check_cue_inputs(keys, query, sharpness, saliency_weight)
+    s = saliency(keys)                               # (n_objects,) the nonvolitional cue
+    if query is None:
+        scores = s                                   # no goal: the eye alone
+    else:
+        scores = keys @ query + saliency_weight * s  # (n_objects,) q . k_i + 0.1 s_i by default
+    return torch.softmax(sharpness * scores, dim=-1)  # (n_objects,) alpha, sums to one
 
 
 def draw_scene(ax, names, weights, title: str = "") -> None:

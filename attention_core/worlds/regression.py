@@ -23,25 +23,33 @@ def make_regression_data(n_train: int = 50, n_test: int = 100, x_max: float = 5.
     from ``generator`` (default: one seeded with 0), then converted, so the data are the
     same on every machine.
     """
+    _check_data_args(n_train, n_test, x_max, noise)
+    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    f64 = dict(generator=gen, dtype=torch.float64)
+    x_train, _ = torch.sort(torch.rand(n_train, **f64) * x_max)  # x_i ~ U[0, x_max], sorted
+    epsilon = noise * torch.randn(n_train, **f64)                  # epsilon_i ~ N(0, noise^2)
+    y_train = regression_target(x_train) + epsilon                 # y_i = f(x_i) + epsilon_i
+    x_test = torch.linspace(0, x_max, n_test, dtype=torch.float64)  # evenly spaced queries
+    y_test = regression_target(x_test)                              # the truth, without noise
+    return tuple(t.to(dtype=dtype, device=device) for t in (x_train, y_train, x_test, y_test))
+
+
+def _check_data_args(n_train, n_test, x_max, noise) -> None:
+    """The door of make_regression_data: positive sizes and range, non-negative noise."""
     check_positive_int(n_train=n_train, n_test=n_test)
     if not x_max > 0:
         raise ValueError(f"x_max must be positive, got {x_max}")
     if not noise >= 0:
         raise ValueError(f"noise must be non-negative, got {noise}")
-    gen = generator if generator is not None else torch.Generator().manual_seed(0)
-    x_train, _ = torch.sort(torch.rand(n_train, generator=gen, dtype=torch.float64) * x_max)
-    y_train = regression_target(x_train) + noise * torch.randn(n_train, generator=gen,
-                                                               dtype=torch.float64)
-    x_test = torch.linspace(0, x_max, n_test, dtype=torch.float64)
-    y_test = regression_target(x_test)
-    return tuple(t.to(dtype=dtype, device=device) for t in (x_train, y_train, x_test, y_test))
 
 
 def fit_nw_bandwidth(model: NWKernelRegression, x_train: torch.Tensor, y_train: torch.Tensor,
                      *, steps: int = 200, lr: float = 0.05, log_every: int = 50):
-    """Learn the bandwidth by minimising the leave-one-out squared error with Adam.
+    """Learn the bandwidth by minimising the leave-one-out squared error with Adam:
 
-    Each training point is predicted from all the *other* points (``exclude_self=True``):
+        L = (1/n) sum_i (f_{-i}(x_i) - y_i)^2,
+
+    where f_{-i} is the estimate from every training point but the i-th (``exclude_self=True``):
     predicting a point from itself would reward a bandwidth of zero, which just copies y_i.
     Returns the history [(step, loss, bandwidth), ...] every ``log_every`` steps and at the end.
     """
@@ -50,8 +58,9 @@ def fit_nw_bandwidth(model: NWKernelRegression, x_train: torch.Tensor, y_train: 
     history = []
     for step in range(1, steps + 1):
         optimizer.zero_grad()
-        loss = ((model(x_train, x_train, y_train, exclude_self=True) - y_train) ** 2).mean()
-        loss.backward()
+        y_loo = model(x_train, x_train, y_train, exclude_self=True)  # (n_train,): f_{-i}(x_i)
+        loss = ((y_loo - y_train) ** 2).mean()                        # L, a scalar
+        loss.backward()                                               # dL / d log(sigma)
         optimizer.step()
         if step % log_every == 0 or step == steps:
             history.append((step, loss.item(), model.bandwidth.item()))
