@@ -124,3 +124,46 @@ def _check_leading(name: str, x: torch.Tensor, queries: torch.Tensor) -> None:
                    "the batch size of queries" if dim == 0 else
                    f"the size of queries in dimension {dim} (or a divisor of it, for grouped "
                    f"heads)" if dim == heads else f"the size of queries in dimension {dim}")
+
+
+def check_sequence(name: str, x, layer: torch.nn.Module, size_name: str) -> None:
+    """Require a floating tensor (batch, n, size) whose last size fits ``layer`` (the door of a
+    layer that reads one sequence, e.g. check_sequence("X", X, self.W_q, "input_size"))."""
+    check_tensor(name, x)
+    check_rank(name, x, 3, f"(batch, n, {size_name})")
+    check_in_features(name, x, layer, size_name)
+
+
+def check_valid_lens(valid_lens, n_queries: int, n_keys: int, batch: int | None = None) -> None:
+    """Require lengths of shape (B,) or (B, n_q). Lengths outside [0, n_k], or not whole, are
+    rejected when checking is free: for Python lists, and for CPU tensors outside compiled code
+    (reading a GPU tensor's values would make the host wait for the device)."""
+    given = valid_lens if isinstance(valid_lens, torch.Tensor) else torch.as_tensor(valid_lens)
+    if given.dtype == torch.bool or given.is_complex():
+        raise TypeError(f"valid_lens must hold lengths, got dtype {given.dtype}")
+    batch = given.shape[0] if batch is None and given.dim() else batch
+    if (given.dim() not in (1, 2) or given.shape[0] != batch
+            or (given.dim() == 2 and given.shape[1] != n_queries)):
+        raise ValueError(f"valid_lens of shape {tuple(given.shape)} must be ({batch},) or "
+                         f"({batch}, {n_queries}): one length per sequence or per query")
+    if given.device.type == "cpu" and not torch.compiler.is_compiling() and given.numel():
+        low, high = torch.aminmax(given)  # free to read on the CPU
+        whole = not given.is_floating_point() or bool((given == given.floor()).all())
+        if low.item() < 0 or high.item() > n_keys or not whole:
+            raise ValueError(f"valid_lens must be whole numbers in [0, {n_keys}] (the number of "
+                             f"keys), got {given.tolist()}")
+
+
+def check_same_shape(**tensors) -> None:
+    """Require one shape for all tensors, e.g. check_same_shape(loss=loss, log_prob=log_prob)."""
+    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+    if len(set(shapes.values())) > 1:
+        listed = " and ".join(f"{n} {s}" for n, s in shapes.items())
+        raise ValueError(f"{listed} must have the same shape")
+
+
+def check_layer_args(dropout: float, **sizes) -> None:
+    """The door of a layer's constructor: each size a positive int, then dropout in [0, 1),
+    e.g. check_layer_args(dropout, num_hiddens=num_hiddens)."""
+    check_positive_int(**sizes)
+    check_probability("dropout", dropout)

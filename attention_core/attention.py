@@ -22,7 +22,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._checks import (check_choice, check_in_features, check_positive_int, check_probability,
-                      check_qkv, check_rank, check_tensor)
+                      check_layer_args, check_qkv, check_sequence, check_tensor)
 from .masking import causal_mask, padding_mask, softmax_over
 from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
 
@@ -38,18 +38,25 @@ def share_kv_heads(queries, keys, values):
 
 def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=None,
                    dropout_p=0.0, score=None):
-    """The three steps written out; returns (output, weights). ``score(q, k)`` replaces q·k."""
-    keys, values = share_kv_heads(queries, keys, values)
+    """softmax(Q K^T / sqrt(d)) V, the three steps written out; returns (output, weights).
+
+    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v); mask None or
+    boolean, True = may attend. ``scale`` replaces 1/sqrt(d); ``score(q, k)`` replaces q·k.
+    """
+    keys, values = share_kv_heads(queries, keys, values)  # grouped heads (ch. 7), else no-op
+    # 1. score: every query against every key
     if score is not None:
-        scores = score(queries, keys)
+        scores = score(queries, keys)                                    # additive, cosine, ...
     elif scale is None:
         scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])
     else:
         scores = queries @ keys.transpose(-2, -1) * scale                # (B, [h,] n_q, n_k)
-    if is_causal:
+    if is_causal:  # query i may not see keys j > i
         causal = causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device)
         mask = causal if mask is None else mask & causal
-    weights = softmax_over(scores, mask)                                 # 0 where masked
+    # 2. normalise: a softmax over the keys each query may see
+    weights = softmax_over(scores, mask)                                 # (B, [h,] n_q, n_k)
+    # 3. average the values with the weights
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return dropped @ values, weights                                     # (B, [h,] n_q, d_v)
 
@@ -92,14 +99,7 @@ def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=N
     Returns (output (B, [h,] n_q, d_v), weights (B, [h,] n_q, n_k) or None). A query with no
     key to attend to gets zero weights and a zero output on every backend.
     """
-    check_qkv(queries, keys, values, any_rank=True, same_qk_size=score is None)
-    check_mask(mask, queries, keys)
-    check_probability("dropout_p", dropout_p)
-    if backend is not None:
-        check_choice("backend", backend, BACKENDS)
-        if backend != "math" and (need_weights or score is not None):
-            raise ValueError(f"backend {backend!r} computes the scaled dot product and returns "
-                             f"no weights; need_weights and score need backend='math'")
+    _check_attend(queries, keys, values, mask, score, dropout_p, need_weights, backend)
     return _attend(queries, keys, values, mask, is_causal=is_causal, scale=scale, score=score,
                    dropout_p=dropout_p, need_weights=need_weights, backend=backend)
 
@@ -112,6 +112,18 @@ def _attend(queries, keys, values, mask=None, *, is_causal=False, scale=None, sc
     kwargs = {"score": score} if score is not None else {}
     return BACKENDS[backend or "sdpa"](queries, keys, values, mask, is_causal=is_causal,
                                        scale=scale, dropout_p=dropout_p, **kwargs)
+
+
+def _check_attend(queries, keys, values, mask, score, dropout_p, need_weights, backend) -> None:
+    """The door of ``attend``: the tensors, the mask, the dropout and the backend."""
+    check_qkv(queries, keys, values, any_rank=True, same_qk_size=score is None)
+    check_mask(mask, queries, keys)
+    check_probability("dropout_p", dropout_p)
+    if backend is not None:
+        check_choice("backend", backend, BACKENDS)
+        if backend != "math" and (need_weights or score is not None):
+            raise ValueError(f"backend {backend!r} computes the scaled dot product and returns "
+                             f"no weights; need_weights and score need backend='math'")
 
 
 def check_mask(mask, queries, keys) -> None:
@@ -171,8 +183,7 @@ class AdditiveAttention(nn.Module):
     def __init__(self, num_hiddens: int, dropout: float = 0.0, *, query_size: int | None = None,
                  key_size: int | None = None):
         super().__init__()
-        check_positive_int(num_hiddens=num_hiddens)
-        check_probability("dropout", dropout)
+        check_layer_args(dropout, num_hiddens=num_hiddens)
         self.W_q = linear(query_size, num_hiddens)
         self.W_k = linear(key_size, num_hiddens)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
@@ -180,12 +191,7 @@ class AdditiveAttention(nn.Module):
         self.attention_weights = None
 
     def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
-        check_qkv(queries, keys, values, same_qk_size=False)
-        check_in_features("queries", queries, self.W_q, "query_size")
-        check_in_features("keys", keys, self.W_k, "key_size")
-        if projected_keys is not None and projected_keys.shape[:2] != keys.shape[:2]:
-            raise ValueError(f"projected_keys {tuple(projected_keys.shape)} must match keys "
-                             f"{tuple(keys.shape)} in (batch, n_keys)")
+        self._check_inputs(queries, keys, values, projected_keys)
 
         def score(q, k):
             return additive_scores(self.W_q, self.W_k, self.w_v, q, k, projected_keys)
@@ -194,6 +200,15 @@ class AdditiveAttention(nn.Module):
                                               padding_mask(valid_lens, queries, keys),
                                               score=score, dropout_p=dropout_p(self))
         return out
+
+    def _check_inputs(self, queries, keys, values, projected_keys) -> None:
+        """The door of forward: the tensors, their sizes against W_q and W_k, projected_keys."""
+        check_qkv(queries, keys, values, same_qk_size=False)
+        check_in_features("queries", queries, self.W_q, "query_size")
+        check_in_features("keys", keys, self.W_k, "key_size")
+        if projected_keys is not None and projected_keys.shape[:2] != keys.shape[:2]:
+            raise ValueError(f"projected_keys {tuple(projected_keys.shape)} must match keys "
+                             f"{tuple(keys.shape)} in (batch, n_keys)")
 
 
 class ScoredAttention(nn.Module):
@@ -206,21 +221,30 @@ class ScoredAttention(nn.Module):
 
     def __init__(self, score: ScoreFunction, dropout: float = 0.0):
         super().__init__()
-        if not isinstance(score, ScoreFunction):
-            raise TypeError(f"score must be a ScoreFunction (one of {sorted(SCORE_FUNCTIONS)}), "
-                            f"got {type(score).__name__}")
-        check_probability("dropout", dropout)
+        _check_score(score, dropout)
         self.score = score
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None
 
     def forward(self, queries, keys, values, valid_lens=None):
-        check_qkv(queries, keys, values, same_qk_size=self.score.needs_same_size)
-        self.score.check_sizes(queries, keys)
+        self._check_inputs(queries, keys, values)
         out, self.attention_weights = _attend(queries, keys, values,
                                               padding_mask(valid_lens, queries, keys),
                                               score=self.score.formula, dropout_p=dropout_p(self))
         return out
+
+    def _check_inputs(self, queries, keys, values) -> None:
+        """The door of forward: the tensors, and the sizes this layer's score fixes."""
+        check_qkv(queries, keys, values, same_qk_size=self.score.needs_same_size)
+        self.score.check_sizes(queries, keys)
+
+
+def _check_score(score, dropout) -> None:
+    """The door of ScoredAttention's constructor: a ScoreFunction and a dropout in [0, 1)."""
+    if not isinstance(score, ScoreFunction):
+        raise TypeError(f"score must be a ScoreFunction (one of {sorted(SCORE_FUNCTIONS)}), "
+                        f"got {type(score).__name__}")
+    check_probability("dropout", dropout)
 
 
 class SelfAttention(nn.Module):
@@ -233,19 +257,16 @@ class SelfAttention(nn.Module):
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, *, input_size: int | None = None):
         super().__init__()
-        check_positive_int(num_hiddens=num_hiddens)
-        check_probability("dropout", dropout)
-        self.W_q = linear(input_size, num_hiddens)
+        check_layer_args(dropout, num_hiddens=num_hiddens)
+        self.W_q = linear(input_size, num_hiddens)                       # d_in -> d, no bias
         self.W_k = linear(input_size, num_hiddens)
         self.W_v = linear(input_size, num_hiddens)
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None
 
     def forward(self, X, valid_lens=None):
-        check_tensor("X", X)
-        check_rank("X", X, 3, "(batch, n, input_size)")
-        check_in_features("X", X, self.W_q, "input_size")
-        Q, K, V = self.W_q(X), self.W_k(X), self.W_v(X)                  # (B, n, num_hiddens)
-        out, self.attention_weights = _attend(Q, K, V, padding_mask(valid_lens, Q, K),
-                                              dropout_p=dropout_p(self), need_weights=True)
-        return out
+        check_sequence("X", X, self.W_q, "input_size")
+        Q, K, V = self.W_q(X), self.W_k(X), self.W_v(X)                  # (B, n, d) each
+        mask = padding_mask(valid_lens, Q, K)                             # (B, 1 or n, n) or None
+        Y, self.attention_weights = math_attention(Q, K, V, mask, dropout_p=dropout_p(self))
+        return Y                                   # softmax(Q K^T / sqrt(d)) V: (B, n, d)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_rank, check_tensor
+from ._checks import check_rank, check_tensor, check_valid_lens
 
 
 def valid_lens_to_mask(valid_lens, n_queries: int, n_keys: int, *, batch: int | None = None,
@@ -27,23 +27,14 @@ def valid_lens_to_mask(valid_lens, n_queries: int, n_keys: int, *, batch: int | 
     for Python lists, and for CPU tensors outside compiled code (reading a GPU tensor's values
     would make the host wait for the device).
     """
-    given = valid_lens if isinstance(valid_lens, torch.Tensor) else torch.as_tensor(valid_lens)
-    if given.dtype == torch.bool or given.is_complex():
-        raise TypeError(f"valid_lens must hold lengths, got dtype {given.dtype}")
-    batch = given.shape[0] if batch is None and given.dim() else batch
-    if (given.dim() not in (1, 2) or given.shape[0] != batch
-            or (given.dim() == 2 and given.shape[1] != n_queries)):
-        raise ValueError(f"valid_lens of shape {tuple(given.shape)} must be ({batch},) or "
-                         f"({batch}, {n_queries}): one length per sequence or per query")
-    if given.device.type == "cpu" and not torch.compiler.is_compiling() and given.numel():
-        low, high = torch.aminmax(given)  # free to read on the CPU
-        whole = not given.is_floating_point() or bool((given == given.floor()).all())
-        if low.item() < 0 or high.item() > n_keys or not whole:
-            raise ValueError(f"valid_lens must be whole numbers in [0, {n_keys}] (the number of "
-                             f"keys), got {given.tolist()}")
-    lens = given if device is None else given.to(device)
+    check_valid_lens(valid_lens, n_queries, n_keys, batch)
+    return lens_to_mask(torch.as_tensor(valid_lens, device=device), n_keys)
+
+
+def lens_to_mask(lens: torch.Tensor, n_keys: int) -> torch.Tensor:
+    """Lengths (B,) or (B, n_q) -> mask (B, 1 or n_q, n_k), True where key j < length."""
     if lens.dim() == 1:
-        lens = lens[:, None]  # (B, 1): the same length for every query
+        lens = lens[:, None]                             # (B, 1): one length for all queries
     return torch.arange(n_keys, device=lens.device) < lens[..., None]  # (B, 1 or n_q, n_k)
 
 
@@ -68,27 +59,34 @@ def masked_softmax(scores: torch.Tensor, valid_lens=None, *, mask=None) -> torch
     sums to 1 over its usable keys and is exactly 0 elsewhere; a row with no usable key is all 0.
     NaN scores propagate as in ``torch.softmax``.
     """
-    check_tensor("scores", scores)
+    _check_masked_softmax(scores, valid_lens, mask)
     if valid_lens is not None:
-        check_rank("scores", scores, range(3, 9), "(batch, n_queries, n_keys) or "
-                   "(batch, ..., n_queries, n_keys) when valid_lens is given")
-        lens_mask = valid_lens_to_mask(valid_lens, scores.shape[-2], scores.shape[-1],
-                                       batch=scores.shape[0], device=scores.device)
-        lens_mask = with_head_dims(lens_mask, scores.dim())
-        mask = lens_mask if mask is None else mask & lens_mask
-    if mask is not None and mask.dtype != torch.bool:
-        raise TypeError(f"mask must be boolean (True = may attend), got {mask.dtype}")
+        lens = torch.as_tensor(valid_lens, device=scores.device)
+        lens_mask = with_head_dims(lens_to_mask(lens, scores.shape[-1]), scores.dim())
+        mask = lens_mask if mask is None else mask & lens_mask  # (B, [1,] 1 or n_q, n_k)
     return softmax_over(scores, mask)
 
 
 def softmax_over(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """The masked softmax itself, unchecked (callers have validated): zero where masked."""
-    usable = scores != float("-inf")
+    """The masked softmax itself, unchecked: the weights of ``scores`` (..., n_q, n_k) over the
+    keys where ``mask`` is True and the score is not -inf, exactly 0 elsewhere."""
+    usable = scores != float("-inf")                              # (..., n_q, n_k)
     if mask is not None:
-        usable = usable & mask
+        usable = usable & mask                                    # broadcasts to the scores
     lowest = torch.finfo(scores.dtype).min  # finite, so no inf - inf = NaN anywhere
     weights = torch.softmax(scores.masked_fill(~usable, lowest), dim=-1)
-    return weights.masked_fill(~usable, 0.0)
+    return weights.masked_fill(~usable, 0.0)  # a row with no usable key: all 0, not uniform
+
+
+def _check_masked_softmax(scores, valid_lens, mask) -> None:
+    """The door of masked_softmax: floating scores, lengths that fit them, a boolean mask."""
+    check_tensor("scores", scores)
+    if valid_lens is not None:
+        check_rank("scores", scores, range(3, 9), "(batch, n_queries, n_keys) or "
+                   "(batch, ..., n_queries, n_keys) when valid_lens is given")
+        check_valid_lens(valid_lens, scores.shape[-2], scores.shape[-1], batch=scores.shape[0])
+    if mask is not None and mask.dtype != torch.bool:
+        raise TypeError(f"mask must be boolean (True = may attend), got {mask.dtype}")
 
 
 def padding_mask(valid_lens, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor | None:

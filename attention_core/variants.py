@@ -29,7 +29,7 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_qkv, check_rank, check_size, check_tensor
+from ._checks import check_qkv, check_rank, check_same_shape, check_size, check_tensor
 from .masking import masked_softmax, padding_mask, softmax_over
 from .scoring import linear
 
@@ -88,10 +88,7 @@ class LocalAttention(nn.Module):
     def __init__(self, window: int, mode: str = "p", num_hiddens: int = 32, *,
                  query_size: int | None = None):
         super().__init__()
-        if not isinstance(window, int) or window < 0:
-            raise ValueError(f"window (D) must be a non-negative int, got {window!r}")
-        if mode not in ("m", "p"):
-            raise ValueError(f"mode must be 'm' (monotonic) or 'p' (predictive), got {mode!r}")
+        _check_window(window, mode)
         self.window, self.mode = window, mode
         if mode == "p":
             self.W_p = linear(query_size, num_hiddens)
@@ -104,16 +101,12 @@ class LocalAttention(nn.Module):
         return last_position * torch.sigmoid(self.v_p(torch.tanh(self.W_p(queries)))).squeeze(-1)
 
     def forward(self, queries, keys, values, valid_lens=None, centers=None):
-        check_qkv(queries, keys, values)
+        _check_local(queries, keys, values, centers)
         batch, n_q, n_k = queries.shape[0], queries.shape[1], keys.shape[1]
         mask = padding_mask(valid_lens, queries, keys)            # (B, 1 or n_q, n_k)
-        if centers is not None:
-            check_tensor("centers", centers)
-            check_rank("centers", centers, 2, "(batch, n_queries)")
-            check_size("centers", centers, 1, n_q, "the number of queries")
-        elif self.mode == "m":
+        if centers is None and self.mode == "m":  # p_t = t
             centers = torch.arange(n_q, device=queries.device, dtype=queries.dtype).expand(batch, n_q)
-        else:
+        elif centers is None:
             # the source length S of each sentence (its valid length, else n_k)
             S = mask.sum(-1).to(queries.dtype) if mask is not None else queries.new_full((batch, 1), n_k)
             centers = self.predict_centers(queries, S - 1)
@@ -132,6 +125,23 @@ class LocalAttention(nn.Module):
         return dense.scatter_add(2, slot, w)[..., :n_k]
 
 
+def _check_window(window, mode) -> None:
+    """The door of LocalAttention's constructor: a half-width D >= 0 and a mode "m" or "p"."""
+    if not isinstance(window, int) or window < 0:
+        raise ValueError(f"window (D) must be a non-negative int, got {window!r}")
+    if mode not in ("m", "p"):
+        raise ValueError(f"mode must be 'm' (monotonic) or 'p' (predictive), got {mode!r}")
+
+
+def _check_local(queries, keys, values, centers) -> None:
+    """The door of LocalAttention.forward: the tensors, and centres (B, n_q) if given."""
+    check_qkv(queries, keys, values)
+    if centers is not None:
+        check_tensor("centers", centers)
+        check_rank("centers", centers, 2, "(batch, n_queries)")
+        check_size("centers", centers, 1, queries.shape[1], "the number of queries")
+
+
 # ---- hard attention ---------------------------------------------------------------------
 def sample_hard_attention(scores, values, valid_lens=None, generator=None):
     """Draw one key per query from softmax(scores) and return its value.
@@ -140,6 +150,23 @@ def sample_hard_attention(scores, values, valid_lens=None, generator=None):
     Returns (output (B, n_q, d_v), index (B, n_q), log_prob (B, n_q)), where log_prob is
     differentiable with respect to the scores. A query with no valid key cannot sample.
     """
+    _check_hard_attention(values, valid_lens)
+    return _sample_hard_attention(scores, values, valid_lens, generator)
+
+
+def _sample_hard_attention(scores, values, valid_lens, generator):
+    """sample_hard_attention after its checks: i ~ Categorical(alpha), output v_i."""
+    weights = masked_softmax(scores, valid_lens)                  # alpha: (B, n_q, n_k)
+    batch, n_q, n_k = weights.shape
+    index = torch.multinomial(weights.detach().reshape(-1, n_k), 1, generator=generator)
+    index = index.reshape(batch, n_q)                             # i: (B, n_q), no gradient
+    log_prob = torch.log(weights.gather(2, index[..., None]).squeeze(-1))   # log alpha_i
+    output = values.gather(1, index[..., None].expand(-1, -1, values.shape[-1]))   # v_i
+    return output, index, log_prob
+
+
+def _check_hard_attention(values, valid_lens) -> None:
+    """The door of sample_hard_attention: values (B, n_k, d_v), and no query without keys."""
     check_tensor("values", values)
     check_rank("values", values, 3, "(batch, n_keys, d_v)")
     if isinstance(valid_lens, (list, tuple)) or (isinstance(valid_lens, torch.Tensor)
@@ -147,13 +174,6 @@ def sample_hard_attention(scores, values, valid_lens=None, generator=None):
         if bool((torch.as_tensor(valid_lens) == 0).any()):
             raise ValueError("hard attention cannot sample for a query whose keys are all "
                              "masked (valid length 0)")
-    weights = masked_softmax(scores, valid_lens)                  # (B, n_q, n_k)
-    batch, n_q, n_k = weights.shape
-    index = torch.multinomial(weights.detach().reshape(-1, n_k), 1, generator=generator)
-    index = index.reshape(batch, n_q)
-    log_prob = torch.log(weights.gather(2, index[..., None]).squeeze(-1))
-    output = values.gather(1, index[..., None].expand(-1, -1, values.shape[-1]))
-    return output, index, log_prob
 
 
 def reinforce_loss(loss, log_prob, baseline=0.0):
@@ -161,7 +181,11 @@ def reinforce_loss(loss, log_prob, baseline=0.0):
 
     loss: per-sample loss (no gradient is taken through it), log_prob: same shape.
     """
-    if loss.shape != log_prob.shape:
-        raise ValueError(f"loss {tuple(loss.shape)} and log_prob {tuple(log_prob.shape)} must "
-                         f"have the same shape")
+    check_same_shape(loss=loss, log_prob=log_prob)
+    return _reinforce_loss(loss, log_prob, baseline)
+
+
+def _reinforce_loss(loss, log_prob, baseline):
+    """reinforce_loss after its check. Its gradient is mean((L - b) * grad log alpha_i), the
+    REINFORCE estimate: L is held constant (detached); only log alpha_i has a gradient."""
     return ((loss.detach() - baseline) * log_prob).mean()
