@@ -11,7 +11,7 @@ from torch import nn
 
 from ._checks import (check_in_features, check_positive_int, check_probability, check_qkv,
                       check_tensor)
-from .attention import _attend, dropout_p
+from .attention import dropout_p, math_attention, sdpa_attention
 from .masking import padding_mask
 from .scoring import linear
 
@@ -42,16 +42,7 @@ class MultiHeadAttention(nn.Module):
                  value_size: int | None = None, need_weights: bool = False):
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        check_positive_int(num_hiddens=num_hiddens, num_heads=num_heads,
-                           num_kv_heads=num_kv_heads)
-        if num_hiddens % num_heads:
-            raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by num_heads "
-                             f"({num_heads})")
-        if num_heads % num_kv_heads:
-            raise ValueError(f"num_kv_heads ({num_kv_heads}) must divide num_heads "
-                             f"({num_heads}): each key/value head serves a whole group of "
-                             f"query heads")
-        check_probability("dropout", dropout)
+        _check_sizes(num_hiddens, num_heads, num_kv_heads, dropout)
         self.num_heads, self.num_kv_heads = num_heads, num_kv_heads
         d_kv = num_hiddens // num_heads * num_kv_heads
         self.W_q = linear(query_size, num_hiddens, bias)
@@ -64,15 +55,17 @@ class MultiHeadAttention(nn.Module):
 
     @staticmethod
     def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
-        """(B, n, heads * d_head) -> (B, heads, n, d_head)."""
+        """(B, n, heads * d_head) -> (B, heads, n, d_head): the heads become a batch dimension."""
         batch, n, _ = x.shape
-        return x.view(batch, n, heads, x.shape[-1] // heads).transpose(1, 2)
+        x = x.view(batch, n, heads, x.shape[-1] // heads)  # (B, n, heads, d_head)
+        return x.transpose(1, 2)                           # (B, heads, n, d_head)
 
     @staticmethod
     def merge_heads(x: torch.Tensor) -> torch.Tensor:
         """(B, h, n, d_head) -> (B, n, h * d_head): concatenate the heads' outputs."""
         batch, h, n, d_head = x.shape
-        return x.transpose(1, 2).reshape(batch, n, h * d_head)
+        x = x.transpose(1, 2)                      # (B, n, h, d_head)
+        return x.reshape(batch, n, h * d_head)     # (B, n, h * d_head): [H_1, ..., H_h]
 
     def project_queries(self, queries: torch.Tensor) -> torch.Tensor:
         """(B, n_q, query_size) -> (B, h, n_q, d_head)."""
@@ -83,29 +76,29 @@ class MultiHeadAttention(nn.Module):
         return (self.split_heads(self.W_k(keys), self.num_kv_heads),
                 self.split_heads(self.W_v(values), self.num_kv_heads))
 
+    def forward(self, queries, keys, values, valid_lens=None, need_weights=None, *,
+                is_causal: bool = False, head_mask=None):
+        _check_inputs(self, queries, keys, values, head_mask)
+        q = self.split_heads(self.W_q(queries), self.num_heads)    # (B, h, n_q, d_head)
+        k = self.split_heads(self.W_k(keys), self.num_kv_heads)    # (B, h_kv, n_k, d_head)
+        v = self.split_heads(self.W_v(values), self.num_kv_heads)  # (B, h_kv, n_k, d_head)
+        mask = padding_mask(valid_lens, q, k)  # None or (B, 1, 1 or n_q, n_k): one for all heads
+        return self.attend_heads(q, k, v, mask, is_causal=is_causal, need_weights=need_weights,
+                                 head_mask=head_mask)              # (B, n_q, num_hiddens)
+
     def attend_heads(self, q, k, v, mask=None, *, is_causal: bool = False,
                      need_weights: bool | None = None, head_mask=None) -> torch.Tensor:
-        """Attention over projected heads (from project_queries / project_kv), then W_o.
+        """Attention in every head at once (q, k, v from split_heads), then W_o.
         Unchecked: forward checks its inputs; a caller with its own cache checks its own."""
         need_weights = self.need_weights if need_weights is None else need_weights
-        out, self.attention_weights = _attend(q, k, v, mask, is_causal=is_causal,
-                                              dropout_p=dropout_p(self),
-                                              need_weights=need_weights)
+        # softmax(q k^T / sqrt(d_head)) v with the heads as a batch dimension: step by step,
+        # keeping the weights (B, h, n_q, n_k), or torch's fused kernel, which stores none
+        attention = math_attention if need_weights else sdpa_attention
+        out, self.attention_weights = attention(q, k, v, mask, is_causal=is_causal,
+                                                dropout_p=dropout_p(self))  # (B, h, n_q, d_head)
         if head_mask is not None:  # (h,) or (B, h) -> broadcast over positions and features
             out = out * head_mask.to(out.dtype)[..., None, None]
         return self.W_o(self.merge_heads(out))  # (B, n_q, num_hiddens)
-
-    def forward(self, queries, keys, values, valid_lens=None, need_weights=None, *,
-                is_causal: bool = False, head_mask=None):
-        check_qkv(queries, keys, values, same_qk_size=False)
-        check_in_features("queries", queries, self.W_q, "query_size")
-        check_in_features("keys", keys, self.W_k, "key_size")
-        check_in_features("values", values, self.W_v, "value_size")
-        check_head_mask(head_mask, queries.shape[0], self.num_heads)
-        q = self.project_queries(queries)      # (B, h, n_q, d_head)
-        k, v = self.project_kv(keys, values)   # (B, h_kv, n_k, d_head)
-        return self.attend_heads(q, k, v, padding_mask(valid_lens, q, k), is_causal=is_causal,
-                                 need_weights=need_weights, head_mask=head_mask)
 
 
 def check_head_mask(head_mask, batch: int, num_heads: int) -> None:
@@ -116,6 +109,28 @@ def check_head_mask(head_mask, batch: int, num_heads: int) -> None:
     if tuple(head_mask.shape) not in ((num_heads,), (batch, num_heads)):
         raise ValueError(f"head_mask of shape {tuple(head_mask.shape)} must be ({num_heads},) or "
                          f"({batch}, {num_heads}): one factor per head")
+
+
+def _check_sizes(num_hiddens, num_heads, num_kv_heads, dropout) -> None:
+    """The door of MultiHeadAttention.__init__."""
+    check_positive_int(num_hiddens=num_hiddens, num_heads=num_heads, num_kv_heads=num_kv_heads)
+    if num_hiddens % num_heads:
+        raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by num_heads "
+                         f"({num_heads})")
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads ({num_kv_heads}) must divide num_heads "
+                         f"({num_heads}): each key/value head serves a whole group of "
+                         f"query heads")
+    check_probability("dropout", dropout)
+
+
+def _check_inputs(layer: MultiHeadAttention, queries, keys, values, head_mask) -> None:
+    """The door of MultiHeadAttention.forward: tensors, ranks and sizes that fit the layer."""
+    check_qkv(queries, keys, values, same_qk_size=False)
+    check_in_features("queries", queries, layer.W_q, "query_size")
+    check_in_features("keys", keys, layer.W_k, "key_size")
+    check_in_features("values", values, layer.W_v, "value_size")
+    check_head_mask(head_mask, queries.shape[0], layer.num_heads)
 
 
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, d_head: int, dtype=torch.float16) -> int:

@@ -4,6 +4,9 @@ Self-attention is blind to order, so each position i gets a vector added to its 
 embedding: the sinusoidal table of Vaswani et al. (2017), P[i, 2j] = sin(i * w_j),
 P[i, 2j+1] = cos(i * w_j) with angular frequencies w_j = 10000^(-2j/d), or learned vectors.
 Rotary embeddings (RoPE) rotate queries and keys instead of adding anything.
+
+Every public function and layer checks its inputs at the door, in one call to a ``_check_*``
+helper at the end of this module; the bodies read like their formulas.
 """
 from __future__ import annotations
 
@@ -14,15 +17,13 @@ from ._checks import check_positive_int, check_probability, check_rank, check_si
 
 
 def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device=None):
-    """The table P: (max_len, num_hiddens). Columns 2j and 2j+1 share the angular frequency
-    w_j = 10000^(-2j/d) (``frequencies``)."""
-    check_positive_int(max_len=max_len, num_hiddens=num_hiddens)
-    if not torch.empty(0, dtype=dtype).is_floating_point():
-        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
-    positions = torch.arange(max_len, dtype=dtype, device=device).reshape(-1, 1)
-    # dividing by 1 / w_j (rather than multiplying by w_j) keeps the table equal to d2l's bit
-    # for bit
-    angles = positions / _periods(num_hiddens, dtype=dtype, device=device)  # i * w_j: (max_len, ceil(d/2))
+    """The table P: (max_len, num_hiddens), P[i, 2j] = sin(i w_j) and P[i, 2j+1] = cos(i w_j).
+    Columns 2j and 2j+1 share the angular frequency w_j = 10000^(-2j/d) (``frequencies``)."""
+    _check_table(max_len, num_hiddens, dtype)
+    positions = torch.arange(max_len, dtype=dtype, device=device).reshape(-1, 1)  # (max_len, 1)
+    # i * w_j: (max_len, ceil(d/2)); dividing by 1 / w_j (rather than multiplying by w_j) keeps
+    # the table equal to d2l's bit for bit
+    angles = positions / _periods(num_hiddens, dtype=dtype, device=device)
     P = torch.zeros(max_len, num_hiddens, dtype=dtype, device=device)
     P[:, 0::2] = torch.sin(angles)
     P[:, 1::2] = torch.cos(angles[:, : num_hiddens // 2])  # an odd d has one sine column more
@@ -36,38 +37,27 @@ class AddedPositions(nn.Module):
     forward(X (B, n, num_hiddens), offset=0) -> same shape, for offset + n <= max_len. The
     offset is the position of X's first row: a decoder that runs one step at a time passes
     the number of steps already taken, so step t is encoded as position t. A subclass says
-    what the vectors are in ``position_vectors(stop)`` -> (stop, num_hiddens).
+    how to add its vectors in ``add_positions(X, offset)``, the forward without the checks.
     """
 
     def __init__(self, num_hiddens: int, dropout: float, max_len: int):
         super().__init__()
-        check_positive_int(num_hiddens=num_hiddens, max_len=max_len)
-        check_probability("dropout", dropout)
+        _check_added_positions(num_hiddens, dropout, max_len)
         self.num_hiddens, self.max_len = num_hiddens, max_len
         self.dropout = nn.Dropout(dropout)
 
-    def position_vectors(self, n: int) -> torch.Tensor:
-        raise NotImplementedError
-
     def forward(self, X, offset: int = 0):
-        check_tensor("X", X)
-        check_rank("X", X, 3, "(batch, n, num_hiddens)")
-        check_size("X", X, 2, self.num_hiddens, "num_hiddens")
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            raise ValueError(f"offset must be an int >= 0 (the position of X's first row), "
-                             f"got {offset!r}")
-        if offset + X.shape[1] > self.max_len:
-            raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}) from offset "
-                             f"{offset}, beyond max_len={self.max_len}: no position vector "
-                             f"exists beyond it")
-        stop = offset + X.shape[1]
-        return self.dropout(X + self.position_vectors(stop)[offset:].to(X.dtype))
+        _check_positions_input(X, offset, self.num_hiddens, self.max_len)
+        return self.add_positions(X, offset)
+
+    def add_positions(self, X, offset: int = 0):
+        raise NotImplementedError
 
 
 class PositionalEncoding(AddedPositions):
     """Adds the sinusoidal table to its input, then applies dropout.
 
-    forward(X (B, n, num_hiddens)) -> (B, n, num_hiddens), with n <= max_len.
+    forward(X (B, n, num_hiddens), offset=0) -> (B, n, num_hiddens), offset + n <= max_len.
     The table is ``self.P`` (1, max_len, num_hiddens), a buffer that follows ``.to(device)``.
     """
 
@@ -76,13 +66,16 @@ class PositionalEncoding(AddedPositions):
         self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0),
                              persistent=False)
 
-    def position_vectors(self, n):
-        return self.P[0, :n]
+    def add_positions(self, X, offset: int = 0):
+        """The forward after its checks: X + P, then dropout."""
+        P = self.P[:, offset:offset + X.shape[1]]  # (1, n, d): positions offset .. offset + n - 1
+        return self.dropout(X + P.to(X.dtype))     # (B, n, d): the same P for every sequence
 
 
 def _periods(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, device=None):
-    """1 / omega_j = base^(2j/d) for j = 0 .. ceil(d/2) - 1 (2 pi times the period in positions)."""
-    return torch.pow(base, torch.arange(0, num_hiddens, 2, dtype=dtype, device=device) / num_hiddens)
+    """1 / omega_j = base^(2j/d) for j = 0 .. ceil(d/2) - 1 (the period in positions over 2 pi)."""
+    j2 = torch.arange(0, num_hiddens, 2, dtype=dtype, device=device)  # 2j
+    return torch.pow(base, j2 / num_hiddens)
 
 
 def frequencies(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, device=None):
@@ -93,17 +86,21 @@ def frequencies(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, de
 def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=None):
     """The (d, d) matrix M(delta) with P[i + delta] = M(delta) P[i] for every position i.
 
-    Block diagonal, one 2x2 rotation per frequency, acting on the pair (sin, cos):
-    [[cos(delta w_j), sin(delta w_j)], [-sin(delta w_j), cos(delta w_j)]]. It does not depend on
-    i: a fixed offset is a fixed linear map. For odd d, the last (sine-only) column has no
-    partner, and no such linear map exists; d must be even.
+    Block diagonal, one 2x2 rotation per frequency, acting on the pair (sin, cos) of columns
+    2j and 2j + 1::
+
+        [[ cos(delta w_j), sin(delta w_j)],
+         [-sin(delta w_j), cos(delta w_j)]]
+
+    It does not depend on i: a fixed offset is a fixed linear map. For odd d, the last
+    (sine-only) column has no partner, and no such linear map exists; d must be even.
     """
-    if num_hiddens % 2:
-        raise ValueError(f"num_hiddens must be even for the rotation property, got {num_hiddens}")
+    _check_even(num_hiddens, "for the rotation property")
     M = torch.zeros(num_hiddens, num_hiddens, dtype=dtype, device=device)
-    angles = delta * frequencies(num_hiddens, dtype=dtype, device=device)
+    angles = delta * frequencies(num_hiddens, dtype=dtype, device=device)  # delta * w_j: (d/2,)
     c, s = torch.cos(angles), torch.sin(angles)
-    even = torch.arange(0, num_hiddens, 2, device=device)
+    even = torch.arange(0, num_hiddens, 2, device=device)  # the sine column of each pair
+    # block j fills rows and columns 2j (sine) and 2j + 1 (cosine)
     M[even, even], M[even, even + 1] = c, s
     M[even + 1, even], M[even + 1, even + 1] = -s, c
     return M
@@ -112,8 +109,8 @@ def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=
 class LearnedPositionalEncoding(AddedPositions):
     """Absolute positions as learned vectors (as in BERT and GPT-2): X + E[position].
 
-    forward(X (B, n, num_hiddens)) -> same shape, n <= max_len. Unlike the sinusoidal
-    table, nothing is defined beyond max_len: a longer input is an error.
+    forward(X (B, n, num_hiddens), offset=0) -> same shape, offset + n <= max_len. Unlike the
+    sinusoidal table, nothing is defined beyond max_len: a longer input is an error.
     """
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 512):
@@ -121,8 +118,10 @@ class LearnedPositionalEncoding(AddedPositions):
         self.embedding = nn.Embedding(max_len, num_hiddens)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
-    def position_vectors(self, n):
-        return self.embedding.weight[:n]
+    def add_positions(self, X, offset: int = 0):
+        """The forward after its checks: X + E, then dropout."""
+        E = self.embedding.weight[offset:offset + X.shape[1]]  # (n, d): the learned rows
+        return self.dropout(X + E.to(X.dtype))                 # (B, n, d)
 
 
 class RotaryEmbedding(nn.Module):
@@ -138,29 +137,71 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, num_hiddens: int, base: float = 10000.0):
         super().__init__()
-        check_positive_int(num_hiddens=num_hiddens)
-        if num_hiddens % 2:
-            raise ValueError(f"num_hiddens must be even (pairs are rotated), got {num_hiddens}")
-        if not base > 1:
-            raise ValueError(f"base must be greater than 1, got {base}")
+        _check_rotary(num_hiddens, base)
         self.num_hiddens, self.base = num_hiddens, base
         self.register_buffer("theta", frequencies(num_hiddens, base, dtype=torch.float32),
-                             persistent=False)
+                             persistent=False)  # theta_j = base^(-2j/d): (d/2,)
 
     def forward(self, X, positions=None):
-        check_tensor("X", X)
-        check_rank("X", X, range(2, 9), "(..., n, num_hiddens)")
-        check_size("X", X, X.dim() - 1, self.num_hiddens, "num_hiddens")
-        n = X.shape[-2]
+        _check_rotary_input(X, positions, self.num_hiddens)
+        return self.rotate(X, positions)
+
+    def rotate(self, X, positions=None):
+        """The forward after its checks: turn pair j of the row at position i by i * theta_j."""
         if positions is None:
-            positions = torch.arange(n, device=X.device)
-        elif positions.shape != (n,):
-            raise ValueError(f"positions must be ({n},), one per row of X, got shape "
-                             f"{tuple(positions.shape)}")
-        angles = positions.to(torch.float32)[:, None] * self.theta  # (n, d/2), in float32
+            positions = torch.arange(X.shape[-2], device=X.device)  # 0 .. n - 1
+        angles = positions.to(torch.float32)[:, None] * self.theta  # i * theta_j: (n, d/2), float32
         cos, sin = torch.cos(angles).to(X.dtype), torch.sin(angles).to(X.dtype)
-        x_even, x_odd = X[..., 0::2], X[..., 1::2]
+        x_even, x_odd = X[..., 0::2], X[..., 1::2]  # x_{2j} and x_{2j+1}: (..., n, d/2) each
         out = torch.empty_like(X)
-        out[..., 0::2] = x_even * cos - x_odd * sin
-        out[..., 1::2] = x_even * sin + x_odd * cos
+        out[..., 0::2] = x_even * cos - x_odd * sin  # each pair (x, y) turns to
+        out[..., 1::2] = x_even * sin + x_odd * cos  # (x cos - y sin, x sin + y cos)
         return out
+
+
+# --- the doors: every message a bad argument gets, in one call per entry point
+
+def _check_table(max_len, num_hiddens, dtype) -> None:
+    check_positive_int(max_len=max_len, num_hiddens=num_hiddens)
+    if not torch.empty(0, dtype=dtype).is_floating_point():
+        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
+
+
+def _check_added_positions(num_hiddens, dropout, max_len) -> None:
+    check_positive_int(num_hiddens=num_hiddens, max_len=max_len)
+    check_probability("dropout", dropout)
+
+
+def _check_positions_input(X, offset, num_hiddens, max_len) -> None:
+    check_tensor("X", X)
+    check_rank("X", X, 3, "(batch, n, num_hiddens)")
+    check_size("X", X, 2, num_hiddens, "num_hiddens")
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise ValueError(f"offset must be an int >= 0 (the position of X's first row), "
+                         f"got {offset!r}")
+    if offset + X.shape[1] > max_len:
+        raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}) from offset "
+                         f"{offset}, beyond max_len={max_len}: no position vector "
+                         f"exists beyond it")
+
+
+def _check_even(num_hiddens, why) -> None:
+    if num_hiddens % 2:
+        raise ValueError(f"num_hiddens must be even {why}, got {num_hiddens}")
+
+
+def _check_rotary(num_hiddens, base) -> None:
+    check_positive_int(num_hiddens=num_hiddens)
+    _check_even(num_hiddens, "(pairs are rotated)")
+    if not base > 1:
+        raise ValueError(f"base must be greater than 1, got {base}")
+
+
+def _check_rotary_input(X, positions, num_hiddens) -> None:
+    check_tensor("X", X)
+    check_rank("X", X, range(2, 9), "(..., n, num_hiddens)")
+    check_size("X", X, X.dim() - 1, num_hiddens, "num_hiddens")
+    n = X.shape[-2]
+    if positions is not None and positions.shape != (n,):
+        raise ValueError(f"positions must be ({n},), one per row of X, got shape "
+                         f"{tuple(positions.shape)}")
