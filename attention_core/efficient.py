@@ -25,16 +25,27 @@ from .masking import padding_mask, softmax_over
 
 
 # ---- the online softmax ----------------------------------------------------------------
+def _check_blocks(x, block_size) -> None:
+    """The door of softmax_statistics: a tensor and a positive int block size."""
+    check_tensor("x", x)
+    check_positive_int(block_size=block_size)
+
+
 def softmax_statistics(x: torch.Tensor, block_size: int = 128):
     """One pass over the last axis in blocks: the running maximum m and the running sum
     l = sum_j exp(x_j - m), rescaled whenever the maximum grows:
     l <- l * exp(m_old - m_new) + sum_block exp(x_j - m_new). Returns (m, l), each (...,)."""
-    check_tensor("x", x)
-    check_positive_int(block_size=block_size)
-    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)
-    l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    _check_blocks(x, block_size)
+    return _softmax_statistics(x, block_size)
+
+
+def _softmax_statistics(x, block_size):
+    """softmax_statistics after its checks: m = max_j x_j and l = sum_j exp(x_j - m) in one
+    pass over blocks of x's last axis, l rescaled by exp(m - m_new) when the maximum grows."""
+    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)  # (...,)
+    l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)                # (...,)
     for start in range(0, x.shape[-1], block_size):
-        block = x[..., start:start + block_size]
+        block = x[..., start:start + block_size]                                  # (..., b)
         m_new = torch.maximum(m, block.amax(-1))
         l = l * torch.exp(m - m_new) + torch.exp(block - m_new[..., None]).sum(-1)
         m = m_new
@@ -55,39 +66,57 @@ def _tile(mask, q_slice, k_slice):
     return mask[..., rows, cols]
 
 
+def _online_step(m, l, acc, s, v):
+    """Fold one tile into a block of queries' running state: scores s (..., bq, bk) and the
+    tile's values v (..., bk, d_v) into the running maximum m (..., bq), the running sum l
+    (..., bq) and the running weighted sum of values acc (..., bq, d_v)."""
+    m_new = torch.maximum(m, s.amax(-1))            # (..., bq)
+    alpha = torch.exp(m - m_new)                    # (..., bq): rescales what came before
+    p = torch.exp(s - m_new[..., None])             # (..., bq, bk): 0 where s is masked
+    l = alpha * l + p.sum(-1)                       # (..., bq)
+    acc = alpha[..., None] * acc + p @ v            # (..., bq, d_v)
+    return m_new, l, acc
+
+
 def _chunked(queries, keys, values, mask=None, *, is_causal=False, scale=None, block_size=128):
+    """Exact attention, tile by tile: for each block of queries, a pass over the blocks of keys
+    that folds each tile in with _online_step, then output = acc / l."""
     keys, values = share_kv_heads(queries, keys, values)
     n_q, n_k = queries.shape[-2], keys.shape[-2]
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
-    out = queries.new_empty(*queries.shape[:-1], values.shape[-1])
-    for q0 in range(0, n_q, block_size):
+    out = queries.new_empty(*queries.shape[:-1], values.shape[-1])      # (..., n_q, d_v)
+    for q0 in range(0, n_q, block_size):                                # queries outside
         q1 = min(q0 + block_size, n_q)
-        q = queries[..., q0:q1, :] * scale
-        m = q.new_full(q.shape[:-1], float("-inf"))           # running max per query
-        l = q.new_zeros(q.shape[:-1])                          # running sum of exp
-        acc = q.new_zeros(*q.shape[:-1], values.shape[-1])     # running weighted sum of values
+        q = queries[..., q0:q1, :] * scale                              # (..., bq, d)
+        # start below every score, not at -inf, so that a row that has seen only masked keys
+        # computes exp(-inf) = 0 and never exp(-inf - (-inf)) = nan
+        m = q.new_full(q.shape[:-1], torch.finfo(q.dtype).min)          # (..., bq) running max
+        l = q.new_zeros(q.shape[:-1])                                   # (..., bq) running sum
+        acc = q.new_zeros(*q.shape[:-1], values.shape[-1])              # (..., bq, d_v)
         # causal: query i sees keys j <= i, so key tiles that start after q1 - 1 are all masked
         k_end = min(n_k, q1) if is_causal else n_k
-        for k0 in range(0, k_end, block_size):
+        for k0 in range(0, k_end, block_size):                          # keys inside
             k1 = min(k0 + block_size, n_k)
-            s = q @ keys[..., k0:k1, :].transpose(-2, -1)     # (..., bq, bk): one tile
+            s = q @ keys[..., k0:k1, :].transpose(-2, -1)               # (..., bq, bk): S
+            # the part of the mask over this tile, (..., bq or 1, bk or 1)
             allowed = None if mask is None else _tile(mask, slice(q0, q1), slice(k0, k1))
-            if is_causal and k1 - 1 > q0:                     # a tile on the diagonal
+            if is_causal and k1 - 1 > q0:                               # a tile on the diagonal
                 causal = (torch.arange(q0, q1, device=s.device)[:, None]
-                          >= torch.arange(k0, k1, device=s.device))
+                          >= torch.arange(k0, k1, device=s.device))    # (bq, bk)
                 allowed = causal if allowed is None else allowed & causal
             if allowed is not None:
                 s = s.masked_fill(~allowed, float("-inf"))
-            m_new = torch.maximum(m, s.amax(-1))
-            m_safe = torch.where(torch.isinf(m_new), 0.0, m_new)  # a row with nothing seen yet
-            p = torch.exp(s - m_safe[..., None])                   # 0 where masked
-            alpha = torch.exp(m - m_safe)                          # rescale what came before
-            l = l * alpha + p.sum(-1)
-            acc = acc * alpha[..., None] + p @ values[..., k0:k1, :]
-            m = m_new
+            m, l, acc = _online_step(m, l, acc, s, values[..., k0:k1, :])
         # a query that saw no key keeps l = 0: its output is 0, as on every backend
         out[..., q0:q1, :] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
     return out
+
+
+def _check_chunked(queries, keys, values, mask, block_size) -> None:
+    """The door of chunked_attention: queries, keys, values, the mask and the block size."""
+    check_qkv(queries, keys, values, any_rank=True)
+    check_positive_int(block_size=block_size)
+    check_mask(mask, queries, keys)
 
 
 def chunked_attention(queries, keys, values, valid_lens=None, *, is_causal: bool = False,
@@ -100,10 +129,8 @@ def chunked_attention(queries, keys, values, valid_lens=None, *, is_causal: bool
     extra memory O(n_q * (d_v + block_size)), not O(n_q * n_k). Tiles that the causal mask
     hides entirely are skipped. Returns (B, [h,] n_q, d_v); a query with no key gets zeros.
     """
-    check_qkv(queries, keys, values, any_rank=True)
-    check_positive_int(block_size=block_size)
-    check_mask(mask, queries, keys)
-    lens_mask = padding_mask(valid_lens, queries, keys)
+    _check_chunked(queries, keys, values, mask, block_size)
+    lens_mask = padding_mask(valid_lens, queries, keys)                 # (B, 1.., 1|n_q, n_k)
     if lens_mask is not None:
         mask = lens_mask if mask is None else mask & lens_mask
     return _chunked(queries, keys, values, mask, is_causal=is_causal, scale=scale,
@@ -122,6 +149,28 @@ BACKENDS["chunked"] = _chunked_backend
 
 
 # ---- sliding windows --------------------------------------------------------------------
+def _check_window(queries, keys, values, window) -> None:
+    """The door of sliding_window_attention: self-attention-shaped inputs, a positive window."""
+    check_qkv(queries, keys, values, any_rank=True)
+    check_positive_int(window=window)
+    n = queries.shape[-2]
+    if keys.shape[-2] != n:
+        raise ValueError(f"sliding_window_attention is for self-attention: queries have {n} "
+                         f"positions (shape {tuple(queries.shape)}) and keys "
+                         f"{keys.shape[-2]} (shape {tuple(keys.shape)})")
+
+
+def _window_limit(valid_lens, queries, keys):
+    """None, or each sequence's valid length shaped (B, 1.., 1, 1, 1) to compare with key
+    positions laid out as (..., blocks, w, 3w)."""
+    if valid_lens is None:
+        return None
+    lens = padding_mask(valid_lens, queries, keys)                              # (B, 1.., 1|n, n)
+    if lens.shape[-2] != 1:
+        raise ValueError("sliding_window_attention takes one valid length per sequence, (B,)")
+    return lens.sum(-1, keepdim=True)[..., None]
+
+
 def sliding_window_attention(queries, keys, values, window: int, *, is_causal: bool = False,
                              valid_lens=None, scale=None) -> torch.Tensor:
     """Each query i attends to the keys j with ``|i - j| <= window`` (i - window <= j <= i when
@@ -131,13 +180,8 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
     ones before and after it, so scores are (n / window) tiles of (window, 3 window): time and
     memory grow linearly in n. Returns (B, [h,] n, d_v).
     """
-    check_qkv(queries, keys, values, any_rank=True)
-    check_positive_int(window=window)
+    _check_window(queries, keys, values, window)
     n = queries.shape[-2]
-    if keys.shape[-2] != n:
-        raise ValueError(f"sliding_window_attention is for self-attention: queries have {n} "
-                         f"positions (shape {tuple(queries.shape)}) and keys "
-                         f"{keys.shape[-2]} (shape {tuple(keys.shape)})")
     keys, values = share_kv_heads(queries, keys, values)
     w = window
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
@@ -150,12 +194,7 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
 
     q = F.pad(queries, (0, 0, 0, pad_end)).unflatten(-2, (blocks, w))        # (..., blocks, w, d)
     kw, vw = windows(keys), windows(values)                                    # views, no copy
-    limit = None
-    if valid_lens is not None:
-        lens = padding_mask(valid_lens, queries, keys)                          # (B, 1.., 1|n, n)
-        if lens.shape[-2] != 1:
-            raise ValueError("sliding_window_attention takes one valid length per sequence, (B,)")
-        limit = lens.sum(-1, keepdim=True)[..., None]                           # (B, 1.., 1, 1, 1)
+    limit = _window_limit(valid_lens, queries, keys)                           # (B, 1.., 1, 1, 1)
     # a group of blocks at a time, so the scores held never exceed ~1M numbers whatever n is
     group = max(1, 1_000_000 // (w * 3 * w * max(1, q[..., :1, :1, :1].numel())))
     outs = []
@@ -173,6 +212,12 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
 
 
 # ---- linear attention -------------------------------------------------------------------
+def _check_linear(queries, keys, values, chunk_size) -> None:
+    """The door of linear_attention: queries, keys, values and a positive chunk size."""
+    check_qkv(queries, keys, values, any_rank=True)
+    check_positive_int(chunk_size=chunk_size)
+
+
 def linear_attention(queries, keys, values, *, is_causal: bool = False, chunk_size: int = 64,
                      eps: float = 1e-6) -> torch.Tensor:
     """Attention with the kernel phi(q).phi(k), phi = elu + 1, in place of exp(q.k / sqrt(d)):
@@ -180,8 +225,7 @@ def linear_attention(queries, keys, values, *, is_causal: bool = False, chunk_si
     over all j (or j <= i when causal). S is (d, d_v): the cost is O(n d d_v), linear in n.
     Causal attention carries S and z from chunk to chunk and is exact within each chunk.
     """
-    check_qkv(queries, keys, values, any_rank=True)
-    check_positive_int(chunk_size=chunk_size)
+    _check_linear(queries, keys, values, chunk_size)
     keys, values = share_kv_heads(queries, keys, values)
     q, k = F.elu(queries) + 1, F.elu(keys) + 1
     if not is_causal:
