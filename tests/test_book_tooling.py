@@ -79,7 +79,9 @@ def test_two_sliders_precompute_the_grid_in_row_major_order():
 def test_show_source_shows_the_real_code():
     md = show_source(ac.masked_softmax, ac.DotProductAttention)
     assert "def masked_softmax(scores" in md.data and "class DotProductAttention" in md.data
-    assert "`attention_core.masking`, line" in md.data
+    assert "`attention_core.masking.masked_softmax`, line" in md.data
+    method = show_source(ac.MultiHeadAttention.forward).data
+    assert method.startswith("`attention_core.multihead.MultiHeadAttention.forward`, line")
     with pytest.raises(TypeError, match="show_source needs"):
         show_source(3)
 

@@ -12,7 +12,7 @@ def show_source(*objs) -> Markdown:
     """The source of functions, classes or methods as highlighted code blocks.
 
     Rendered as Markdown so that Jupyter and the static site both highlight it; a header
-    names the module and the line where each object is defined.
+    names each object (a method with its class) and the line where it is defined.
     """
     if not objs:
         raise TypeError("show_source needs at least one function, class or method")
@@ -24,7 +24,8 @@ def show_source(*objs) -> Markdown:
             raise TypeError(f"show_source needs a function, class or method defined in Python "
                             f"source, got {obj!r}") from err
         module = inspect.getmodule(obj).__name__
-        parts.append(f"`{module}`, line {start}\n\n```python\n{''.join(lines).rstrip()}\n```")
+        name = getattr(obj, "__qualname__", getattr(obj, "__name__", ""))
+        parts.append(f"`{module}.{name}`, line {start}\n\n```python\n{''.join(lines).rstrip()}\n```")
     return Markdown("\n\n".join(parts))
 
 
