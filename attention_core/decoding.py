@@ -53,14 +53,20 @@ def evaluating(model: torch.nn.Module):
         model.train(was_training)
 
 
-def start(model, src, src_valid_lens):
-    """Encode ``src`` (B, n_src) and return the decoder's initial state."""
+def _check_source(src, src_valid_lens) -> None:
+    """The decoders' door: src (B, n_src) token indices and one length per sentence."""
     check_tensor("src", src, floating=False)
     check_rank("src", src, 2, "(batch, n_src) token indices")
-    src_valid_lens = torch.as_tensor(src_valid_lens, device=src.device)
-    if src_valid_lens.shape != (src.shape[0],):
+    shape = torch.as_tensor(src_valid_lens).shape
+    if shape != (src.shape[0],):
         raise ValueError(f"src_valid_lens must be ({src.shape[0]},), one length per sentence, "
-                         f"got shape {tuple(src_valid_lens.shape)}")
+                         f"got shape {tuple(shape)}")
+
+
+def start(model, src, src_valid_lens):
+    """Encode ``src`` (B, n_src) and return the decoder's initial state."""
+    _check_source(src, src_valid_lens)
+    src_valid_lens = torch.as_tensor(src_valid_lens, device=src.device)  # (B,)
     return model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens)
 
 
@@ -72,14 +78,14 @@ def greedy_decode(model, src, src_valid_lens, bos: int, eos: int, max_len: int =
     """
     check_positive_int(max_len=max_len)
     with evaluating(model):
-        state = start(model, src, src_valid_lens)
-        token = torch.full((src.shape[0], 1), bos, dtype=torch.long, device=src.device)
-        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        state = start(model, src, src_valid_lens)  # encode once: the decoder's initial state
+        token = torch.full((src.shape[0], 1), bos, dtype=torch.long, device=src.device)  # (B, 1)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,): ended
         tokens, weights = [], []
         for _ in range(max_len):
-            logits, state = model.decoder(token, state)
-            token = logits[:, -1:].argmax(-1)                 # (B, 1)
-            token = token.masked_fill(done[:, None], eos)
+            logits, state = model.decoder(token, state)       # one step: (B, 1, vocab)
+            token = logits[:, -1:].argmax(-1)                 # (B, 1): the most likely token
+            token = token.masked_fill(done[:, None], eos)     # an ended sentence repeats <eos>
             tokens.append(token)
             if getattr(model.decoder, "attention_weights", None) is not None:
                 weights.append(model.decoder.attention_weights)
@@ -103,12 +109,7 @@ def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int =
     Returns (tokens without <eos>, log-probability of tokens + <eos>). A sentence that never
     ends within ``max_len`` returns its best unfinished hypothesis.
     """
-    check_positive_int(beam_size=beam_size, max_len=max_len)
-    if src.dim() != 2 or src.shape[0] != 1:
-        raise ValueError(f"beam_search translates one sentence: src must be (1, n_src), "
-                         f"got shape {tuple(src.shape)}")
-    if length_penalty < 0:
-        raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
+    _check_beam(src, beam_size, max_len, length_penalty)
 
     def score(log_prob, length):  # length counts the tokens and the final <eos>
         return log_prob / length**length_penalty
@@ -141,13 +142,26 @@ def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int =
     return max(candidates, key=lambda c: score(c[1], len(c[0]) + 1))
 
 
+def _check_beam(src, beam_size, max_len, length_penalty) -> None:
+    check_positive_int(beam_size=beam_size, max_len=max_len)
+    if src.dim() != 2 or src.shape[0] != 1:
+        raise ValueError(f"beam_search translates one sentence: src must be (1, n_src), "
+                         f"got shape {tuple(src.shape)}")
+    if length_penalty < 0:
+        raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
+
+
+def _check_tokens(tokens) -> None:
+    check_tensor("tokens", tokens, floating=False)
+    check_rank("tokens", tokens, 2, "(batch, n) token indices")
+
+
 def sequence_log_prob(model, src, src_valid_lens, tokens, bos: int, eos: int):
     """log P(tokens + <eos> | src) under the model, for each sentence of a batch.
 
     tokens: (B, n) target indices without <bos>/<eos>, all of length n. Returns (B,).
     """
-    check_tensor("tokens", tokens, floating=False)
-    check_rank("tokens", tokens, 2, "(batch, n) token indices")
+    _check_tokens(tokens)
     ends = torch.full((tokens.shape[0], 1), eos, dtype=tokens.dtype, device=tokens.device)
     tgt = torch.cat([tokens, ends], dim=1)  # (an empty output is <eos> alone)
     with evaluating(model):

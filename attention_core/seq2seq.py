@@ -31,6 +31,20 @@ from .decoding import DecoderState
 HIDDEN = {"batch_dim": 1}  # a GRU's state is (layers, B, d): batch on axis 1
 
 
+def _check_source(src, lens) -> None:
+    """The encoder's door: src (B, n_src) token indices, lens (B,) on the CPU in [1, n_src]."""
+    check_tensor("src", src, floating=False)
+    check_rank("src", src, 2, "(batch, n_src) token indices")
+    if lens.shape != (src.shape[0],) or bool((lens < 1).any()) or bool((lens > src.shape[1]).any()):
+        raise ValueError(f"src_valid_lens must be ({src.shape[0]},) with values in "
+                         f"[1, {src.shape[1]}], got {lens.tolist()}")
+
+
+def _check_kind(kind) -> None:
+    if kind not in ("plain", "attention"):
+        raise ValueError(f"kind must be 'plain' or 'attention', got {kind!r}")
+
+
 class GRUEncoder(nn.Module):
     """Embedding, then a GRU over the valid tokens of each source sentence."""
 
@@ -49,16 +63,13 @@ class GRUEncoder(nn.Module):
         integers once per batch. The lengths are checked on that CPU copy at no further cost.
         (The decoders, which run once per output step, never copy.)
         """
-        check_tensor("src", src, floating=False)
-        check_rank("src", src, 2, "(batch, n_src) token indices")
-        lens = torch.as_tensor(src_valid_lens).cpu()  # packing needs the lengths on the CPU
-        if lens.shape != (src.shape[0],) or bool((lens < 1).any()) or bool((lens > src.shape[1]).any()):
-            raise ValueError(f"src_valid_lens must be ({src.shape[0]},) with values in "
-                             f"[1, {src.shape[1]}], got {lens.tolist()}")
+        lens = torch.as_tensor(src_valid_lens).cpu()  # (B,): packing needs them on the CPU
+        _check_source(src, lens)
         packed = pack_padded_sequence(self.embedding(src), lens, batch_first=True,
-                                      enforce_sorted=False)
-        outputs, state = self.rnn(packed)
-        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
+                                      enforce_sorted=False)  # (B, n_src, e) without the padding
+        outputs, state = self.rnn(packed)  # state (layers, B, d): after each last valid token
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True,
+                                         total_length=src.shape[1])  # (B, n_src, d): o_j
         return outputs, state
 
 
@@ -81,8 +92,8 @@ class PlainDecoder(nn.Module):
         self.attention_weights = None  # it has none
 
     def init_state(self, enc_outputs, src_valid_lens):
-        _, enc_state = enc_outputs
-        return PlainState(hidden=enc_state, context=enc_state[-1])
+        _, enc_state = enc_outputs  # (layers, B, d)
+        return PlainState(hidden=enc_state, context=enc_state[-1])  # c: the top layer's state
 
     def forward(self, tokens, state: PlainState):
         emb = self.embedding(tokens)                                     # (B, n, e)
@@ -128,12 +139,12 @@ class AttentionDecoder(nn.Module):
         hidden, memory = state.hidden, state.enc_outputs
         outputs, weights = [], []
         for x in self.embedding(tokens).unbind(1):                       # x: (B, e)
-            query = hidden[-1][:, None]                                   # (B, 1, d): s_{t-1}
+            query = hidden[-1][:, None]                  # (B, 1, d): s_{t-1}, the top layer's
             context = self.attention(query, memory, memory, state.valid_lens,
                                      projected_keys=state.projected_keys)  # (B, 1, d): c_t
             out, hidden = self.rnn(torch.cat([x[:, None], context], dim=-1), hidden)
-            outputs.append(out)
-            weights.append(self.attention.attention_weights)
+            outputs.append(out)                                           # (B, 1, d): s_t
+            weights.append(self.attention.attention_weights)              # (B, 1, n_src)
         self.attention_weights = torch.cat(weights, 1)                    # (B, n_tgt, n_src)
         return self.dense(torch.cat(outputs, 1)), dataclasses.replace(state, hidden=hidden)
 
@@ -156,8 +167,7 @@ def make_model(kind: str, src_vocab: int, tgt_vocab: int, embed_size: int = 32,
                num_hiddens: int = 128, num_layers: int = 1, dropout: float = 0.0,
                attention_size: int | None = None) -> EncoderDecoder:
     """kind "plain" or "attention": a GRU encoder with the matching decoder."""
-    if kind not in ("plain", "attention"):
-        raise ValueError(f"kind must be 'plain' or 'attention', got {kind!r}")
+    _check_kind(kind)
     encoder = GRUEncoder(src_vocab, embed_size, num_hiddens, num_layers, dropout)
     if kind == "plain":
         return EncoderDecoder(encoder, PlainDecoder(tgt_vocab, embed_size, num_hiddens, num_layers, dropout))

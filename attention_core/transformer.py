@@ -32,7 +32,8 @@ from .seq2seq import EncoderDecoder
 
 
 class PositionWiseFFN(nn.Module):
-    """The same two-layer network at every position: dense2(relu(dense1(X)))."""
+    """The same two-layer network at every position: FFN(X) = dense2(relu(dense1(X))),
+    d -> ffn_num_hiddens -> d (input_size -> ... -> ffn_num_outputs in general)."""
 
     def __init__(self, ffn_num_hiddens: int, ffn_num_outputs: int, *, input_size: int | None = None):
         super().__init__()
@@ -41,15 +42,19 @@ class PositionWiseFFN(nn.Module):
         self.relu = nn.ReLU()
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
 
-    def forward(self, X):
-        return self.dense2(self.relu(self.dense1(X)))
+    def forward(self, X):                                # (B, n, d)
+        return self.dense2(self.relu(self.dense1(X)))    # (B, n, ffn) inside, (B, n, d) out
 
 
 class AddNorm(nn.Module):
-    """A residual connection around a sublayer, with layer normalization.
+    """A residual connection around a sublayer, and layer normalization.
 
-    post-norm (default): forward(X, Y) = LayerNorm(X + dropout(Y)), Y = sublayer(X).
-    pre-norm: ``residual(X, sublayer)`` = X + dropout(sublayer(LayerNorm(X))).
+    post-norm (Vaswani et al.): forward(X, Y) = LayerNorm(X + dropout(Y)), Y = Sublayer(X).
+    pre-norm: X + dropout(Sublayer(LayerNorm(X))); the blocks write it with this module's
+    ``ln`` and ``dropout``, and ``residual(X, sublayer)`` applies either placement.
+    LayerNorm normalizes the d features of each position on their own, not each feature
+    over the batch as BatchNorm does: a position's output depends neither on the other
+    sentences of the batch nor on how much padding they carry.
     """
 
     def __init__(self, norm_shape, dropout: float = 0.0, *, norm_first: bool = False):
@@ -63,43 +68,45 @@ class AddNorm(nn.Module):
         return self.ln(self.dropout(Y) + X)
 
     def residual(self, X, sublayer):
-        """The residual step around ``sublayer`` in this block's norm placement."""
+        """The residual step around ``sublayer`` in this module's norm placement."""
         if self.norm_first:
             return X + self.dropout(sublayer(self.ln(X)))
         return self(X, sublayer(X))
 
 
-def _check_sizes(num_hiddens, ffn_num_hiddens, num_heads, dropout):
-    check_positive_int(num_hiddens=num_hiddens, ffn_num_hiddens=ffn_num_hiddens,
-                       num_heads=num_heads)
-    check_probability("dropout", dropout)
-
-
 class TransformerEncoderBlock(nn.Module):
-    """Self-attention, then the position-wise FFN, each inside AddNorm.
-
-    ``forward(X (B, n, num_hiddens), valid_lens None | (B,), *, is_causal=False)
+    """Self-attention, then the position-wise FFN, each inside a residual connection and
+    LayerNorm. ``forward(X (B, n, num_hiddens), valid_lens None | (B,), *, is_causal=False)
     -> (B, n, num_hiddens)``.
     """
 
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, use_bias: bool = False, *, norm_first: bool = False,
                  num_kv_heads: int | None = None):
-        super().__init__()
-        _check_sizes(num_hiddens, ffn_num_hiddens, num_heads, dropout)
+        super().__init__()  # each sublayer checks its own sizes and dropout at its door
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias, num_kv_heads,
                                             query_size=num_hiddens, key_size=num_hiddens,
                                             value_size=num_hiddens)
         self.addnorm1 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
         self.addnorm2 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
+        self.norm_first = norm_first
 
     def forward(self, X, valid_lens=None, *, is_causal: bool = False):
         """is_causal: position i attends to positions <= i only (a decoder-only, GPT-style
         block: causal self-attention and the FFN, no cross-attention)."""
-        Y = self.addnorm1.residual(X, lambda x: self.attention(x, x, x, valid_lens,
-                                                               is_causal=is_causal))
-        return self.addnorm2.residual(Y, self.ffn)
+        if not self.norm_first:  # post-norm, as in Vaswani et al.: LN(X + Sublayer(X))
+            Y = self.addnorm1(X, self.attention(X, X, X, valid_lens, is_causal=is_causal))
+            return self.addnorm2(Y, self.ffn(Y))                      # (B, n, d)
+        # pre-norm: X + Sublayer(LN(X)); the stack adds a final LayerNorm
+        H = self.addnorm1.ln(X)
+        Y = X + self.addnorm1.dropout(self.attention(H, H, H, valid_lens, is_causal=is_causal))
+        return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+
+
+def _check_tokens(tokens):
+    check_tensor("tokens", tokens, floating=False)
+    check_rank("tokens", tokens, 2, "(batch, n) token indices")
 
 
 def _embedding(vocab_size, num_hiddens):
@@ -113,13 +120,14 @@ def _embedding(vocab_size, num_hiddens):
 
 def _embed(module, tokens, offset=0):
     """Token embeddings scaled by sqrt(d) (as in d2l and Vaswani et al.), plus positions."""
-    check_tensor("tokens", tokens, floating=False)
-    check_rank("tokens", tokens, 2, "(batch, n) token indices")
     return module.pos_encoding(module.embedding(tokens) * math.sqrt(module.num_hiddens), offset)
 
 
 class TransformerEncoder(nn.Module):
-    """Embedding, sinusoidal positions and ``num_blks`` encoder blocks.
+    """Token embeddings times sqrt(d) plus sinusoidal positions, then ``num_blks`` encoder
+    blocks; valid_lens hides each sentence's padding from the self-attention of every block.
+    A pre-norm stack ends with a LayerNorm (a pre-norm block leaves its sum unnormalized);
+    a post-norm block already ends with one.
 
     forward(src (B, n), valid_lens (B,) | None) -> (B, n, num_hiddens).
     """
@@ -139,9 +147,10 @@ class TransformerEncoder(nn.Module):
         self.final_ln = nn.LayerNorm(num_hiddens) if norm_first else nn.Identity()
 
     def forward(self, src, valid_lens=None):
-        X = _embed(self, src)
+        _check_tokens(src)
+        X = _embed(self, src)                   # (B, n, d): embedding * sqrt(d) + positions
         for blk in self.blks:
-            X = blk(X, valid_lens)
+            X = blk(X, valid_lens)              # (B, n, d), padding masked in every block
         return self.final_ln(X)
 
     @property
@@ -161,7 +170,8 @@ class TransformerState(DecoderState):
 
 
 class TransformerDecoderBlock(nn.Module):
-    """Causal self-attention, cross-attention to the encoder output, then the FFN.
+    """Causal self-attention, cross-attention to the encoder output, then the FFN, each
+    inside a residual connection and LayerNorm.
 
     forward(X (B, n, d), cross_kv, src_valid_lens, cache None | (keys, values))
     -> (B, n, d), the cache with this call's keys and values appended. Query i of X sits at
@@ -171,8 +181,7 @@ class TransformerDecoderBlock(nn.Module):
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, i: int = 0, use_bias: bool = False, *,
                  norm_first: bool = False, num_kv_heads: int | None = None):
-        super().__init__()
-        _check_sizes(num_hiddens, ffn_num_hiddens, num_heads, dropout)
+        super().__init__()  # each sublayer checks its own sizes and dropout at its door
         self.i = i
         sizes = dict(query_size=num_hiddens, key_size=num_hiddens, value_size=num_hiddens)
         self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias,
@@ -183,13 +192,27 @@ class TransformerDecoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
         self.addnorm3 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
+        self.norm_first = norm_first
+
+    def forward(self, X, cross_kv, src_valid_lens=None, cache=None):
+        if not self.norm_first:  # post-norm: LN(X + Sublayer(X)), three times
+            A, cache = self.self_attention(X, cache)              # causal, (B, n, d)
+            Y = self.addnorm1(X, A)
+            Z = self.addnorm2(Y, self.cross_attention(Y, cross_kv, src_valid_lens))
+            return self.addnorm3(Z, self.ffn(Z)), cache
+        # pre-norm: X + Sublayer(LN(X)), three times
+        A, cache = self.self_attention(self.addnorm1.ln(X), cache)
+        Y = X + self.addnorm1.dropout(A)
+        C = self.cross_attention(self.addnorm2.ln(Y), cross_kv, src_valid_lens)
+        Z = Y + self.addnorm2.dropout(C)
+        return Z + self.addnorm3.dropout(self.ffn(self.addnorm3.ln(Z))), cache
 
     def self_attention(self, X, cache):
         """Causal self-attention over the cache and X; returns (output, grown cache)."""
         att = self.attention1
         q = att.project_queries(X)                          # (B, h, n, d_head)
         k, v = att.project_kv(X, X)                         # (B, h_kv, n, d_head)
-        if cache is not None:
+        if cache is not None:                               # prepend the t cached positions
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         n, t = X.shape[1], k.shape[2] - X.shape[1]
         if t == 0:  # no cache (training, or the first step): the usual causal mask
@@ -198,22 +221,30 @@ class TransformerDecoderBlock(nn.Module):
         mask = None if n == 1 else torch.ones(n, t + n, dtype=torch.bool, device=X.device).tril(t)
         return att.attend_heads(q, k, v, mask), (k, v)
 
-    def forward(self, X, cross_kv, src_valid_lens=None, cache=None):
-        new_cache = []
+    def cross_attention(self, Y, cross_kv, src_valid_lens):
+        """Queries from the decoder, keys and values from the last encoder block's output
+        (projected once per sentence by ``init_state``); the source's padding gets no weight."""
+        q = self.attention2.project_queries(Y)              # (B, h, n, d_head)
+        keys, values = cross_kv                             # (B, h_kv, n_src, d_head)
+        mask = padding_mask(src_valid_lens, q, keys)        # keys past each source's length: off
+        return self.attention2.attend_heads(q, keys, values, mask)  # (B, n, d)
 
-        def causal(x):
-            out, kv = self.self_attention(x, cache)
-            new_cache.append(kv)
-            return out
 
-        def cross(y):
-            att = self.attention2
-            q = att.project_queries(y)
-            return att.attend_heads(q, *cross_kv, padding_mask(src_valid_lens, q, cross_kv[0]))
+def _check_step(tokens, state, num_blks):
+    """The decoder's door: a TransformerState whose cache agrees with its offset, and tokens."""
+    if not isinstance(state, TransformerState):
+        raise TypeError(f"state must be a TransformerState (from init_state), got "
+                        f"{type(state).__name__}")
+    cached = [kv[0].shape[2] for kv in state.self_kv if kv is not None]
+    if cached != ([state.offset] * num_blks if state.offset else []):
+        raise ValueError(f"the cache holds {cached} positions per block but the state says "
+                         f"{state.offset} were decoded: a state was reused or edited")
+    _check_tokens(tokens)
 
-        Y = self.addnorm1.residual(X, causal)
-        Z = self.addnorm2.residual(Y, cross)
-        return self.addnorm3.residual(Z, self.ffn), new_cache[0]
+
+def _check_enc_outputs(enc_outputs):
+    check_tensor("enc_outputs", enc_outputs)
+    check_rank("enc_outputs", enc_outputs, 3, "(batch, n_src, num_hiddens)")
 
 
 class TransformerDecoder(nn.Module):
@@ -242,27 +273,20 @@ class TransformerDecoder(nn.Module):
         self.attention_weights = None  # per-block weights: see cross_attention_weights
 
     def init_state(self, enc_outputs, src_valid_lens=None) -> TransformerState:
-        check_tensor("enc_outputs", enc_outputs)
-        check_rank("enc_outputs", enc_outputs, 3, "(batch, n_src, num_hiddens)")
+        _check_enc_outputs(enc_outputs)
         # the encoder output is the same at every step: project it once per sentence
         cross_kv = [blk.attention2.project_kv(enc_outputs, enc_outputs) for blk in self.blks]
         return TransformerState(valid_lens=src_valid_lens, cross_kv=cross_kv,
                                 self_kv=[None] * self.num_blks)
 
     def forward(self, tokens, state: TransformerState):
-        if not isinstance(state, TransformerState):
-            raise TypeError(f"state must be a TransformerState (from init_state), got "
-                            f"{type(state).__name__}")
-        cached = [kv[0].shape[2] for kv in state.self_kv if kv is not None]
-        if cached != ([state.offset] * self.num_blks if state.offset else []):
-            raise ValueError(f"the cache holds {cached} positions per block but the state says "
-                             f"{state.offset} were decoded: a state was reused or edited")
-        X = _embed(self, tokens, state.offset)
+        _check_step(tokens, state, self.num_blks)
+        X = _embed(self, tokens, state.offset)      # (B, n, d), positions offset, offset + 1, ...
         self_kv = []
         for blk, cross_kv, cache in zip(self.blks, state.cross_kv, state.self_kv):
             X, kv = blk(X, cross_kv, state.valid_lens, cache)
             self_kv.append(kv)
-        logits = self.dense(self.final_ln(X))
+        logits = self.dense(self.final_ln(X))       # (B, n, vocab_size)
         return logits, dataclasses.replace(state, self_kv=self_kv,
                                            offset=state.offset + tokens.shape[1])
 

@@ -397,19 +397,28 @@ def read_tsv_pairs(path, max_pairs: int | None = None, lowercase: bool = True):
 
 
 # ---- training ------------------------------------------------------------------------
+def _check_logits_targets(logits, targets):
+    if logits.shape[:2] != targets.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must "
+                         f"agree in (batch, n)")
+
+
 def masked_cross_entropy(logits, targets, valid_lens, label_smoothing: float = 0.0):
-    """Mean cross-entropy over the valid target tokens only (with optional label smoothing).
+    """Mean cross-entropy over the valid target tokens only (with optional label smoothing):
+
+        loss = sum over real (b, t) of -log softmax(logits[b, t])[targets[b, t]]
+               / number of real (b, t),  real: t < valid_lens[b]
 
     logits (batch, n, vocab), targets (batch, n), valid_lens (batch,): positions at or beyond
     a sequence's valid length (padding) contribute nothing, so padding never trains the model.
     """
-    if logits.shape[:2] != targets.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must "
-                         f"agree in (batch, n)")
-    mask = torch.arange(targets.shape[1], device=targets.device)[None] < valid_lens.to(targets.device)[:, None]
-    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none",
-                                               label_smoothing=label_smoothing)
-    return (losses * mask).sum() / mask.sum()
+    _check_logits_targets(logits, targets)
+    positions = torch.arange(targets.shape[1], device=targets.device)     # (n,)
+    mask = positions[None] < valid_lens.to(targets.device)[:, None]       # (B, n): real tokens
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets,
+                                               reduction="none",
+                                               label_smoothing=label_smoothing)  # (B, n)
+    return (losses * mask).sum() / mask.sum()                             # mean over real tokens
 
 
 def inverse_sqrt_warmup(warmup: int):
@@ -429,6 +438,25 @@ def warmup_linear_decay(warmup: int):
 def linear_decay(step: int, total: int) -> float:
     """The learning rate falls linearly from its peak to 0 over the run."""
     return 1 - step / total
+
+
+def train_step(model, optimizer, src, src_valid_lens, tgt, tgt_valid_lens, bos: int, *,
+               clip: float = 1.0, label_smoothing: float = 0.0):
+    """One teacher-forced step: the decoder reads <bos> and the target shifted right by one,
+    and predicts every target token at once; the loss over the real (unpadded) tokens is
+    backpropagated, the gradient's norm clipped to ``clip``, and ``optimizer`` takes a step.
+
+    src (B, n_src), tgt (B, n_tgt) ending in <eos>, valid lengths (B,). Returns the loss
+    (detached, still on the device: reading it would make the host wait).
+    """
+    dec_input = decoder_input(tgt, bos)                 # (B, n_tgt): <bos>, tgt[:, :-1]
+    logits = model(src, dec_input, src_valid_lens)      # (B, n_tgt, vocab)
+    loss = masked_cross_entropy(logits, tgt, tgt_valid_lens, label_smoothing)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)  # rescale if ||grad|| > clip
+    optimizer.step()
+    return loss.detach()
 
 
 def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
@@ -468,15 +496,11 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
         for epoch in range(epochs):
             losses = []
             for src, src_lens, tgt, tgt_lens in data.batches(pairs, batch_size, generator):
-                src, tgt = src.to(device), tgt.to(device)
-                logits = model(src, decoder_input(tgt, bos), src_lens.to(device))
-                loss = masked_cross_entropy(logits, tgt, tgt_lens, label_smoothing)
-                optimizer.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-                optimizer.step()
+                loss = train_step(model, optimizer, src.to(device), src_lens.to(device),
+                                  tgt.to(device), tgt_lens, bos, clip=clip,
+                                  label_smoothing=label_smoothing)
                 scheduler.step()
-                losses.append(loss.detach())
+                losses.append(loss)
                 bar.update(1)
             history.append(torch.stack(losses).mean().item())  # one host read per epoch
             bar.set_postfix(epoch=epoch + 1, loss=f"{history[-1]:.3f}", refresh=False)
