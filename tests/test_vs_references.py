@@ -188,5 +188,7 @@ def test_encoder_block_equals_torch_transformer_encoder_layer(norm_first):
     X, lens = torch.randn(2, 5, 24), torch.tensor([5, 3])
     ignore = torch.arange(5) >= lens[:, None]
     with torch.no_grad():
-        torch.testing.assert_close(ours(X, lens)[0], ref(X, src_key_padding_mask=ignore)[0], **TOL)
+        got, expected = ours(X, lens), ref(X, src_key_padding_mask=ignore)
+        for b, n in enumerate(lens.tolist()):  # each sentence at its real positions, padded too
+            torch.testing.assert_close(got[b, :n], expected[b, :n], **TOL)
         torch.testing.assert_close(ours(X), ref(X), **TOL)
