@@ -196,9 +196,9 @@ class AdditiveAttention(nn.Module):
         def score(q, k):
             return additive_scores(self.W_q, self.W_k, self.w_v, q, k, projected_keys)
 
-        out, self.attention_weights = _attend(queries, keys, values,
-                                              padding_mask(valid_lens, queries, keys),
-                                              score=score, dropout_p=dropout_p(self))
+        out, self.attention_weights = math_attention(queries, keys, values,
+                                                     padding_mask(valid_lens, queries, keys),
+                                                     score=score, dropout_p=dropout_p(self))
         return out
 
     def _check_inputs(self, queries, keys, values, projected_keys) -> None:
