@@ -385,6 +385,23 @@ def test_spaces_around_latin_words_and_math_stay():
     assert tighten("第 $i$ 个 token 的") == "第 $i$ 个 token 的"
 
 
+def test_code_keeps_its_colours_without_the_spans_that_draw_nothing():
+    """Names, punctuation and whitespace in code lose their spans (they are coloured as the
+    block's text), keywords keep theirs; a theme that colours names keeps every span."""
+    import sys
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from light_pages import _unstyled_tokens
+
+    page = (HTML / "chapters" / "08_transformer.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<div class="highlight"><pre>.*?</pre></div>', page, re.S)
+    assert blocks and not any(re.search(r'<span class="[npw]">', b) for b in blocks)
+    assert sum(b.count('<span class="k">') for b in blocks) >= 20  # keywords still coloured
+    css = (HTML / "_static" / "pygments.css").read_text(encoding="utf-8")
+    assert _unstyled_tokens(css)
+    assert not _unstyled_tokens(css.replace('.highlight .n { color: #080808 }',
+                                            '.highlight .n { color: #0000ff }'))
+
+
 def _phone(browser, width):
     """A phone-like context: overlay scrollbars, which take no room and show only while
     scrolling (as on phones and macOS), so only a styled scrollbar is visible at rest."""

@@ -8,6 +8,13 @@ files, and let the browser fetch the first frame lazily and the others only when
 moves to them. The notebooks keep their self-contained output (it must work in any viewer);
 only the site changes.
 
+Highlighted code is mostly markup: Pygments wraps every name, bracket and space in its own
+``<span>``, half of a chapter's HTML once the chapters display their mechanisms. The theme colours
+names (``n``), punctuation (``p``) and whitespace (``w``) exactly as the code block's own text, in
+its light and its dark style, so those spans draw nothing: after the build we drop them, and
+check first, in the built ``pygments.css``, that they still draw nothing (a theme that colours
+them makes the build warn and keeps them).
+
 The theme also loads Font Awesome twice: as a web font through its CSS (156 KB, which draws
 every ``<i class="fa-...">`` icon) and as ``fontawesome.js`` (1.49 MB), a script that
 replaces the same icons with inline SVG. After the build we drop the script from every page;
@@ -101,9 +108,47 @@ def drop_fontawesome_js(app, exception):
             page.write_text(lighter, encoding="utf-8")
 
 
+PLAIN_TOKENS = ("n", "p", "w")  # Pygments' Name, Punctuation, Text.Whitespace
+PLAIN_SPAN = re.compile(r'<span class="(?:n|p|w)">([^<]*)</span>')
+CODE_BLOCK = re.compile(r'<div class="highlight"><pre>.*?</pre></div>', re.S)
+
+
+def _unstyled_tokens(css: str) -> bool:
+    """True when, in every theme of the built pygments.css, each plain token's rule gives the
+    code block's own text colour and nothing else."""
+    themes = re.findall(r'html\[data-theme="(\w+)"\] \.highlight \{[^}]*\bcolor: (#\w+)', css)
+    if not themes:
+        return False
+    for theme, text in themes:
+        for token in PLAIN_TOKENS:
+            rule = re.search(rf'html\[data-theme="{theme}"\] \.highlight \.{token} \{{([^}}]*)\}}', css)
+            if rule and rule.group(1).strip() != f"color: {text}":
+                return False
+    return True
+
+
+def drop_plain_code_spans(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    css = Path(app.outdir) / "_static" / "pygments.css"
+    if not css.exists() or not _unstyled_tokens(css.read_text(encoding="utf-8")):
+        from sphinx.util import logging
+        logging.getLogger(__name__).warning(
+            "light_pages: the theme styles names, punctuation or whitespace in code; "
+            "their spans are kept")
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        lighter = CODE_BLOCK.sub(lambda m: PLAIN_SPAN.sub(r"\1", m.group(0)), text)
+        if lighter != text:
+            page.write_text(lighter, encoding="utf-8")
+
+
 def setup(app):
     app.connect("html-page-context", externalise_frames)
     app.connect("html-page-context", lazy_images)
     app.connect("html-page-context", separate_languages)
     app.connect("build-finished", drop_fontawesome_js)
+    # after the theme's own build-finished handler, which writes the final pygments.css
+    app.connect("build-finished", drop_plain_code_spans, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
