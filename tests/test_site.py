@@ -103,6 +103,9 @@ def test_language_switch_hides_the_other_language_and_is_remembered(browser):
     assert v.page.get_attribute("html", "data-book-lang") == "en"  # from the browser language
     assert v.visible(".lang-en") and not v.visible(".lang-zh")
     v.page.click(".lang-switch button[value=zh]")
+    # the choice is stored by the click's handler: wait for it before leaving (under load the
+    # next page could start before the handler ran, seen once in a fresh-clone run)
+    v.page.wait_for_selector(".lang-switch button[value=zh][aria-pressed=true]")
     assert v.visible(".lang-zh") and not v.visible(".lang-en")
     v.goto("book/intro.html")  # another page keeps the choice
     assert v.page.get_attribute("html", "data-book-lang") == "zh"
