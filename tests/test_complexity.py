@@ -85,3 +85,13 @@ def test_sequential_steps_grow_only_for_the_recurrent_layer():
     per_step = (steps[32]["gru"] - steps[16]["gru"]) // 16
     assert per_step > 0
     assert steps[64]["gru"] - steps[16]["gru"] == per_step * 48  # exactly linear in n
+
+
+def test_saved_bytes_counts_what_autograd_keeps_beyond_the_inputs():
+    from attention_core.worlds.complexity import saved_bytes
+    q, k = (torch.empty(1, 300, 16, device="meta", requires_grad=True) for _ in range(2))
+    assert saved_bytes(lambda a, b: a * b, q, k) == 0                  # saves only the inputs
+    assert saved_bytes(lambda a, b: (a.transpose(-2, -1) * 2).sum(), q, k) == 0  # and views
+    assert saved_bytes(lambda a, b: torch.exp(a * 3), q, k) == 300 * 16 * 4    # exp keeps its output
+    # softmax keeps its (300, 300) output once, though two operations save it
+    assert saved_bytes(lambda a, b: torch.softmax(a @ b.transpose(-2, -1), -1) @ b, q, k) == 300 * 300 * 4

@@ -134,3 +134,25 @@ def count_ops(fn: Callable, *args) -> Counts:
     with flops, depth:
         fn(*args)
     return Counts(flops.get_total_flops(), depth.largest, max(depth.depth.values(), default=0))
+
+
+def saved_bytes(fn: Callable, *args) -> int:
+    """Bytes that autograd keeps from ``fn(*args)`` until the backward, beyond the inputs.
+
+    Every operation that needs a tensor for its gradient saves it; a saved-tensor hook sees
+    each one. Tensors that share the inputs' storage (the inputs, their views) cost nothing
+    extra, and a storage saved twice is counted once. Pass ``meta`` tensors with
+    ``requires_grad=True``: shapes only, so a 16k-token attention costs nothing to count.
+    """
+    inputs = {t.untyped_storage()._cdata for t in args if isinstance(t, torch.Tensor)}
+    storages = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage._cdata not in inputs:
+            storages[storage._cdata] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*args)
+    return sum(storages.values())
