@@ -29,6 +29,7 @@ from .attention import (BACKENDS, AdditiveAttention, DotProductAttention, Scored
                         SelfAttention, attend)
 from .book.runtime import get_device, set_seed
 from .efficient import chunked_attention, linear_attention, online_softmax, sliding_window_attention
+from . import triton_attention  # registers attend's "triton" backend; imports no triton
 from .masking import causal_mask, masked_softmax, valid_lens_to_mask
 from .multihead import MultiHeadAttention
 from .pooling import KERNELS, NWKernelRegression, nadaraya_watson
