@@ -76,12 +76,40 @@ def check_in_features(name: str, x: torch.Tensor, layer: torch.nn.Module, size_n
 _LAYOUT = {"queries": "n_queries, d_q", "keys": "n_keys, d_k", "values": "n_keys, d_v"}
 
 
+def leading_shapes(q_shape, k_shape, v_shape):
+    """The leading axes (batch ..., heads) that queries and keys/values expand to when torch's
+    ``scaled_dot_product_attention`` broadcasts them (right-aligned, size 1 against any size),
+    keys and values keeping a head count (axis -3 of rank >= 4) that divides the queries'
+    (grouped-query attention). Returns (queries' leading shape, keys'/values' leading shape), or
+    None when they do not broadcast."""
+    rank = max(len(q_shape), len(k_shape), len(v_shape))
+    q, k, v = ((1,) * (rank - len(s)) + tuple(s[:-2]) for s in (q_shape, k_shape, v_shape))
+    try:
+        batch = tuple(torch.broadcast_shapes(q[:-1], k[:-1], v[:-1]))
+        if rank >= 4 and k[-1] == v[-1] and k[-1] not in (1, q[-1]) and q[-1] % k[-1] == 0:
+            return batch + q[-1:], batch + k[-1:]                 # grouped heads
+        last = tuple(torch.broadcast_shapes(q[-1:], k[-1:], v[-1:]))
+    except RuntimeError:
+        return None
+    return batch + last, batch + last
+
+
+def check_broadcast(queries, keys, values) -> None:
+    """Require leading axes that broadcast as torch's scaled_dot_product_attention's do."""
+    if leading_shapes(queries.shape, keys.shape, values.shape) is None:
+        raise ValueError(f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)} and values "
+                         f"{tuple(values.shape)}: their leading (batch, head) axes do not "
+                         f"broadcast (right-aligned, size 1 against any size; key/value heads "
+                         f"may also divide the query heads)")
+
+
 def check_queries_keys(queries, keys, *, any_rank: bool = False, same_size: bool = True,
-                       why: str = "") -> None:
+                       why: str = "", broadcast: bool = False) -> None:
     """Validate queries (B, [h,] n_q, d_q) and keys (B, [h,] n_k, d_k) together.
 
     any_rank: allow head axes between batch and positions (else exactly rank 3).
     same_size: also require d_q == d_k; ``why`` is added to that error message.
+    broadcast: leading axes need only broadcast (checked by check_qkv), not be equal.
     """
     for name, t in (("queries", queries), ("keys", keys)):
         check_tensor(name, t)
@@ -91,20 +119,27 @@ def check_queries_keys(queries, keys, *, any_rank: bool = False, same_size: bool
             check_rank(name, t, 3, f"(batch, {_LAYOUT[name]})")
     check_same("device", queries=queries, keys=keys)
     check_same("dtype", queries=queries, keys=keys)
-    _check_leading("keys", keys, queries)
+    if not broadcast:
+        _check_leading("keys", keys, queries)
     if same_size:
         check_size("keys", keys, keys.dim() - 1, queries.shape[-1],
                    "the feature size of queries" + why)
 
 
-def check_qkv(queries, keys, values, *, any_rank: bool = False, same_qk_size: bool = True) -> None:
-    """Validate queries, keys and values: (B, [h,] n_q, d_q), (B, [h,] n_k, d_k), (B, [h,] n_k, d_v)."""
-    check_queries_keys(queries, keys, any_rank=any_rank, same_size=same_qk_size)
+def check_qkv(queries, keys, values, *, any_rank: bool = False, same_qk_size: bool = True,
+              broadcast: bool = False) -> None:
+    """Validate queries, keys and values: (B, [h,] n_q, d_q), (B, [h,] n_k, d_k), (B, [h,] n_k, d_v).
+    broadcast: leading axes that broadcast as torch's are enough (``attend``)."""
+    check_queries_keys(queries, keys, any_rank=any_rank, same_size=same_qk_size,
+                       broadcast=broadcast)
     check_tensor("values", values)
     check_same("device", queries=queries, values=values)
     check_same("dtype", queries=queries, values=values)
-    _check_leading("values", values, queries)
     check_size("values", values, values.dim() - 2, keys.shape[-2], "the number of keys")
+    if broadcast:
+        check_broadcast(queries, keys, values)
+        return
+    _check_leading("values", values, queries)
     if values.dim() >= 4:
         check_size("values", values, values.dim() - 3, keys.shape[-3], "the number of key heads")
 

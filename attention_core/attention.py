@@ -8,9 +8,11 @@ never hands the weights back and is used whenever no weights are asked for. The 
 tested equal, and every backend gives a query with no key to attend to a zero output.
 
 Shapes: queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v);
-mask boolean, broadcastable to (B, [h,] n_q, n_k), True = may attend. Keys and values may
-have fewer heads than queries, h_kv dividing h (grouped-query attention): query head i reads
-key/value head i // (h / h_kv), as torch's ``enable_gqa`` does.
+mask boolean (True = may attend) or float (added to the scores), broadcastable to
+(B, [h,] n_q, n_k). Keys and values may have fewer heads than queries, h_kv dividing h
+(grouped-query attention): query head i reads key/value head i // (h / h_kv), as torch's
+``enable_gqa`` does. ``attend`` takes what ``F.scaled_dot_product_attention`` takes, leading axes
+that broadcast included, and gives its result on every backend.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._checks import (check_choice, check_in_features, check_positive_int, check_probability,
-                      check_layer_args, check_qkv, check_sequence, check_tensor)
+                      check_layer_args, check_qkv, check_sequence, check_tensor, leading_shapes)
 from .masking import causal_mask, padding_mask, softmax_over
 from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
 
@@ -36,12 +38,25 @@ def share_kv_heads(queries, keys, values):
     return keys.repeat_interleave(group, dim=-3), values.repeat_interleave(group, dim=-3)
 
 
+def broadcast_batch(queries, keys, values):
+    """Expand the leading (batch, head) axes of queries, keys and values to those they broadcast
+    to, as torch does (views, no copies); grouped key/value heads stay grouped."""
+    if queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:      # the usual case
+        return queries, keys, values
+    lead_q, lead_kv = leading_shapes(queries.shape, keys.shape, values.shape)
+    if queries.shape[:-2] == lead_q and keys.shape[:-2] == values.shape[:-2] == lead_kv:
+        return queries, keys, values
+    return (queries.expand(*lead_q, *queries.shape[-2:]), keys.expand(*lead_kv, *keys.shape[-2:]),
+            values.expand(*lead_kv, *values.shape[-2:]))
+
+
 def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=None,
                    dropout_p=0.0, score=None):
     """softmax(Q K^T / sqrt(d)) V, the three steps written out; returns (output, weights).
 
-    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v); mask None or
-    boolean, True = may attend. ``scale`` replaces 1/sqrt(d); ``score(q, k)`` replaces q·k.
+    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v); mask None,
+    boolean (True = may attend) or float (added to the scores). ``scale`` replaces 1/sqrt(d);
+    ``score(q, k)`` replaces q·k.
     """
     keys, values = share_kv_heads(queries, keys, values)  # grouped heads (ch. 7), else no-op
     # 1. score: every query against every key
@@ -51,6 +66,8 @@ def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=N
         scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])
     else:
         scores = queries @ keys.transpose(-2, -1) * scale                # (B, [h,] n_q, n_k)
+    if mask is not None and mask.is_floating_point():  # a float mask is added, as in torch
+        scores, mask = scores + mask, None
     if is_causal:  # query i may not see keys j > i
         causal = causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device)
         mask = causal if mask is None else mask & causal
@@ -69,6 +86,12 @@ def sdpa_attention(queries, keys, values, mask=None, *, is_causal=False, scale=N
     if mask is None:
         return F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout_p,
                                               is_causal=is_causal, scale=scale, **gqa), None
+    if mask.is_floating_point():  # added to the scores; torch zeroes a row of -inf itself
+        if is_causal:
+            causal = causal_mask(queries.shape[-2], keys.shape[-2], device=mask.device)
+            mask = mask.masked_fill(~causal, float("-inf"))
+        return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask,
+                                              dropout_p=dropout_p, scale=scale, **gqa), None
     if is_causal:  # the fused kernel takes a mask or is_causal, not both
         mask = mask & causal_mask(queries.shape[-2], keys.shape[-2], device=mask.device)
     # A query with no key to attend to would get NaN from the fused kernel: let it see every
@@ -85,12 +108,18 @@ BACKENDS: dict[str, Callable] = {"math": math_attention, "sdpa": sdpa_attention}
 
 def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=None,
            score: Callable | None = None, dropout_p: float = 0.0, need_weights: bool = False,
-           backend: str | None = None):
+           backend: str | None = None, enable_gqa: bool = False):
     """Attention, the one function every layer of the book calls.
 
-    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v).
-    mask: None, or boolean broadcastable to (B, [h,] n_q, n_k), True = may attend.
-    is_causal: query i may also not see keys j > i (top-left aligned, as in torch).
+    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v); their leading
+    axes broadcast as in ``F.scaled_dot_product_attention`` (right-aligned, 1 against any size,
+    e.g. queries (h, n_q, d) against keys (B, h, n_k, d)), and keys/values may have h_kv heads
+    dividing h (grouped-query attention; recognised from the shapes, whatever ``enable_gqa``
+    says, which is accepted for torch's signature).
+    mask: None; boolean, True = may attend; or float, added to the scores (-inf hides a key), as
+    torch documents ``attn_mask``; broadcastable to (B, [h,] n_q, n_k).
+    is_causal: query i may also not see keys j > i (top-left aligned, as in torch); unlike
+    torch, it may be combined with a mask (both apply).
     scale: multiplies q·k (default 1/sqrt(d)). score: a function (queries, keys) -> scores
     that replaces the scaled dot product (additive, cosine, ...; math backend only).
     dropout_p: dropout on the weights (pass 0 at evaluation). need_weights: also return them.
@@ -109,6 +138,7 @@ def _attend(queries, keys, values, mask=None, *, is_causal=False, scale=None, sc
     """``attend`` without the checks, for layers that validated their inputs at the door."""
     if need_weights or score is not None:
         backend = "math"
+    queries, keys, values = broadcast_batch(queries, keys, values)
     kwargs = {"score": score} if score is not None else {}
     return BACKENDS[backend or "sdpa"](queries, keys, values, mask, is_causal=is_causal,
                                        scale=scale, dropout_p=dropout_p, **kwargs)
@@ -116,8 +146,8 @@ def _attend(queries, keys, values, mask=None, *, is_causal=False, scale=None, sc
 
 def _check_attend(queries, keys, values, mask, score, dropout_p, need_weights, backend) -> None:
     """The door of ``attend``: the tensors, the mask, the dropout and the backend."""
-    check_qkv(queries, keys, values, any_rank=True, same_qk_size=score is None)
-    check_mask(mask, queries, keys)
+    check_qkv(queries, keys, values, any_rank=True, same_qk_size=score is None, broadcast=True)
+    check_mask(mask, queries, keys, values)
     check_probability("dropout_p", dropout_p)
     if backend is not None:
         check_choice("backend", backend, BACKENDS)
@@ -126,14 +156,20 @@ def _check_attend(queries, keys, values, mask, score, dropout_p, need_weights, b
                              f"no weights; need_weights and score need backend='math'")
 
 
-def check_mask(mask, queries, keys) -> None:
-    """Require a boolean mask that broadcasts against the scores (B, [h,] n_q, n_k)."""
+def check_mask(mask, queries, keys, values=None) -> None:
+    """Require a boolean (True = may attend) or float (added to the scores) mask that broadcasts
+    against the scores (B, [h,] n_q, n_k), whose leading axes are the queries' broadcast
+    against the keys' and values'."""
     if mask is None:
         return
     check_tensor("mask", mask, floating=False)
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask must be boolean (True = may attend), got {mask.dtype}")
-    scores_shape = (*queries.shape[:-1], keys.shape[-2])
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise TypeError(f"mask must be boolean (True = may attend) or floating (added to the "
+                        f"scores), got {mask.dtype}")
+    values = keys if values is None else values
+    lead = leading_shapes(queries.shape, keys.shape, values.shape)
+    scores_shape = (*(queries.shape[:-2] if lead is None else lead[0]), queries.shape[-2],
+                    keys.shape[-2])
     try:
         fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
     except RuntimeError:

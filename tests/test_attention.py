@@ -231,8 +231,8 @@ def test_attend_bad_input():
     q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
     with pytest.raises(ValueError, match=r"mask of shape \(2, 4\) does not broadcast"):
         attend(q, k, v, torch.ones(2, 4, dtype=torch.bool))
-    with pytest.raises(TypeError, match="mask must be boolean"):
-        attend(q, k, v, torch.ones(2, 1, 5))
+    with pytest.raises(TypeError, match=r"mask must be boolean \(True = may attend\) or floating"):
+        attend(q, k, v, torch.ones(2, 1, 5, dtype=torch.long))
     with pytest.raises(ValueError, match="backend must be one of"):
         attend(q, k, v, backend="flash")
     with pytest.raises(ValueError, match="need_weights and score need backend='math'"):

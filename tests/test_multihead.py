@@ -128,9 +128,9 @@ def test_kv_heads_must_divide_heads():
 def test_attend_rejects_key_heads_that_do_not_divide_query_heads():
     from attention_core import attend
     q, k = torch.randn(1, 4, 2, 8), torch.randn(1, 3, 5, 8)
-    with pytest.raises(ValueError, match="keys has size 3 in dimension 1"):
+    with pytest.raises(ValueError, match=r"keys \(1, 3, 5, 8\) .* do not broadcast"):
         attend(q, k, k)
-    with pytest.raises(ValueError, match="number of key heads"):
+    with pytest.raises(ValueError, match=r"values \(1, 1, 5, 8\).* do not broadcast"):
         attend(q, torch.randn(1, 2, 5, 8), torch.randn(1, 1, 5, 8))
 
 
