@@ -27,8 +27,8 @@ def torch_reference(q, k, v, mask, causal, scale):
         tril = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
         mask = mask & tril if mask.dtype == torch.bool else mask.masked_fill(~tril, float("-inf"))
         causal = False
-    gqa = (q.dim() >= 4 and k.dim() >= 4 and k.shape[-3] not in (1, q.shape[-3])
-           and q.shape[-3] % k.shape[-3] == 0)
+    gqa = (max(q.dim(), k.dim()) >= 4 and k.shape[-3] not in (1, q.shape[-3])
+           and q.shape[-3] % k.shape[-3] == 0)                  # axis -3 is a head axis
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale,
                                           enable_gqa=gqa)
 
@@ -42,9 +42,11 @@ def problems(draw):
 
     def variant(lead, allow_group):
         out = [1 if draw(st.booleans()) and draw(st.booleans()) else s for s in lead]
-        if allow_group and rank >= 4 and lead[-1] in (2, 4) and draw(st.booleans()):
+        grouped = allow_group and rank >= 4 and lead[-1] in (2, 4) and draw(st.booleans())
+        if grouped:
             out[-1] = lead[-1] // 2                                  # grouped heads
-        drop = draw(st.integers(0, len(out) - 1))                   # fewer leading axes
+        # fewer leading axes; grouped heads keep a batch axis (rank 3 has no head axis)
+        drop = draw(st.integers(0, len(out) - (2 if grouped else 1)))
         return out[drop:] if all(s == 1 for s in out[:drop]) else out
     if rank >= 4 and draw(st.booleans()):
         lead[-1] = draw(st.sampled_from([2, 4]))
