@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check --no-input -q
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: all env book test test-native test-portable test-browser execute lab bench clean
+.PHONY: all env book site pdf test test-native test-portable test-browser execute lab bench clean
 
 all: book
 
@@ -24,10 +24,20 @@ $(VENV)/.installed: $(BIN)/activate requirements.txt requirements-nodeps.txt con
 
 env: $(VENV)/.installed
 
-# The site, from the outputs saved in the notebooks; any Sphinx warning fails the build.
-book: env
-	$(BIN)/jupyter-book build . -W -n --keep-going
+# The site, from the outputs saved in the notebooks; any Sphinx warning fails the build. Then
+# the two PDFs that its header links to, where Chromium and poppler-utils are installed.
+book: site
+	$(BIN)/python -m attention_core.book.pdf --if-possible
 	@echo "Open _build/html/index.html"
+
+site: env
+	$(BIN)/jupyter-book build . -W -n --keep-going
+
+# The book as two PDFs, _build/pdf/attention-en.pdf and attention-zh.pdf (also copied into
+# _build/html/pdf/), printed by Chromium from the site's pages: needs `apt-get install chromium
+# poppler-utils`. Nothing is executed: the pages hold the notebooks' committed outputs.
+pdf: site
+	$(BIN)/python -m attention_core.book.pdf
 
 # A cell may take minutes when other jobs oversubscribe the two cores (OpenMP threads that
 # spin-wait then run ~10x slower): the cell timeout only guards against a hang.
@@ -43,9 +53,11 @@ NBVAL_2 := $(NBVAL) -n 2 --dist loadscope --no-loadscope-reorder $(TRAINING) \
 # Everything: unit/property/cross-check tests; nbval over every chapter as the machine runs;
 # then, side by side, nbval again with portable kernels on one thread (another summation order,
 # as on another CPU) and the site build with its browser tests and the live widgets in
-# JupyterLab (where Chromium is installed). Each side prints its output when it ends.
+# JupyterLab (where Chromium is installed), and the two PDFs. Each side prints its output when
+# it ends.
 test: env
-	$(BIN)/python -m pytest tests -q -p no:randomly -n 2 --ignore=tests/test_site.py --ignore=tests/test_lab.py
+	$(BIN)/python -m pytest tests -q -p no:randomly -n 2 --ignore=tests/test_site.py --ignore=tests/test_lab.py \
+		--ignore=tests/test_pdf.py
 	$(MAKE) test-native
 	$(MAKE) -j2 --output-sync=target test-portable test-browser
 
@@ -61,7 +73,7 @@ test-portable: env
 
 # The live kernels get one thread: they share the cores with test-portable.
 test-browser: book
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/test_site.py tests/test_lab.py -q
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/test_site.py tests/test_lab.py tests/test_pdf.py -q
 
 # Re-run every notebook and save its outputs (commit them afterwards).
 execute: env

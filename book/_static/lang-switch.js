@@ -46,7 +46,9 @@
       "没有找到匹配的页面。请检查拼写，或换一个词试试。",
     "Search finished, found ${resultCount} page(s) matching the search query.":
       "搜索完成，找到 ${resultCount} 个匹配的页面。",
-    "Language · 语言": "语言 · Language"
+    "Language · 语言": "语言 · Language",
+    "Download the book as a PDF, in English": "下载本书的英文版 PDF",
+    "Download the book as a PDF, in Chinese": "下载本书的中文版 PDF"
   };
   var ATTRS = ["title", "aria-label", "placeholder", "data-bs-title", "data-bs-original-title"];
   var SKIP = "pre, code, script, style, mjx-container, .cell_output, .lang-en, .lang-zh";
@@ -191,6 +193,29 @@
     var host = document.querySelector(".article-header-buttons") ||
                document.querySelector(".bd-header-article") || document.body;
     host.insertBefore(group, host.firstChild);
+    // the book as a PDF in each language (make book prints them into pdf/ beside the pages)
+    var root = document.documentElement.getAttribute("data-content_root") || "";
+    var pdfs = document.createElement("div");
+    pdfs.className = "pdf-links";
+    var icon = document.createElement("span");
+    icon.className = "fa-solid fa-file-pdf";
+    icon.setAttribute("aria-hidden", "true");
+    pdfs.appendChild(icon);
+    [["en", "English", "EN", "Download the book as a PDF, in English"],
+     ["zh", "中文", "中文", "Download the book as a PDF, in Chinese"]].forEach(function (d) {
+      var a = document.createElement("a");
+      a.href = root + "pdf/attention-" + d[0] + ".pdf";
+      a.hreflang = d[0] === "zh" ? "zh-Hans" : "en";
+      a.lang = a.hreflang;
+      a.title = d[3];
+      a.setAttribute("download", "");
+      var long = document.createElement("span"), short = document.createElement("span");
+      long.className = "lang-long"; long.textContent = d[1];
+      short.className = "lang-short"; short.textContent = d[2];
+      a.appendChild(long); a.appendChild(short);
+      pdfs.appendChild(a);
+    });
+    host.insertBefore(pdfs, group.nextSibling);
     markLanguageColumns();
     cleanSearchSnippets();
     apply(document.documentElement.getAttribute("data-book-lang"));

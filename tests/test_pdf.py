@@ -1,0 +1,268 @@
+"""The book as two PDFs (attention_core/book/pdf.py, `make pdf`): one language each, every
+chapter, Chinese that renders, nothing past the text block, links that resolve inside the PDF.
+
+Reads the PDFs that `make pdf` (or `make book`) printed into _build/pdf with poppler-utils'
+pdftotext, pdffonts, pdfinfo and pdftohtml; `make test` builds them before it runs this file.
+Needs Chromium and poppler-utils (`apt-get install chromium poppler-utils`); in CI (CI=true)
+nothing here may be skipped.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from attention_core.book.pdf import pick, split_bilingual, toc_entries
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = Path(os.environ.get("BOOK_PDF", ROOT / "_build" / "pdf")).resolve()
+HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
+PDF = {lang: OUT / f"attention-{lang}.pdf" for lang in ("en", "zh")}
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+POPPLER = shutil.which("pdftotext") and shutil.which("pdffonts") and shutil.which("pdftohtml")
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+# A4 with 20 mm side margins (book/_static/pdf.css): the text block in points
+PAGE_WIDTH, MARGIN = 595.0, 20 / 25.4 * 72
+
+if os.environ.get("CI") == "true" and not (CHROMIUM and POPPLER and all(
+        p.exists() for p in PDF.values())):
+    raise RuntimeError("CI=true but the PDFs or their tools are missing: .ci/run installs "
+                       "chromium and poppler-utils, and `make test` runs `make book` first")
+
+needs_pdfs = pytest.mark.skipif(
+    not (POPPLER and all(p.exists() for p in PDF.values())),
+    reason="no PDFs or no poppler-utils: apt-get install chromium poppler-utils; make pdf")
+
+
+def run(*args: str) -> str:
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+@lru_cache
+def pages_text(lang: str) -> list[str]:
+    """The text of every page (pdftotext splits pages with a form feed)."""
+    return run("pdftotext", "-layout", str(PDF[lang]), "-").split("\f")[:-1]
+
+
+@lru_cache
+def text(lang: str) -> str:
+    """All pages, runs of spaces (pdftotext's layout) as one."""
+    return re.sub(r" +", " ", "\n".join(pages_text(lang)))
+
+
+def chapter_titles() -> list[tuple[str, str]]:
+    """(English, Chinese) title of every chapter, from its notebook's first heading."""
+    titles = []
+    for _, doc in toc_entries(ROOT / "_toc.yml"):
+        if not doc.startswith("chapters/"):
+            continue
+        nb = json.loads((ROOT / (doc + ".ipynb")).read_text(encoding="utf-8"))
+        first = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+        heading = next(line for line in "".join(first["source"]).splitlines()
+                       if line.startswith("# "))[2:].strip()
+        titles.append((pick(heading, "en"), pick(heading, "zh")))
+    return titles
+
+
+# --- the parts that need no PDF -------------------------------------------------------------
+
+def test_pick_keeps_one_language_and_the_chapter_number():
+    assert pick("2. Attention Pooling · 注意力汇聚", "en") == "2. Attention Pooling"
+    assert pick("2. Attention Pooling · 注意力汇聚", "zh") == "2. 注意力汇聚"
+    assert pick("Glossary · 术语表", "zh") == "术语表"
+    assert pick("English only", "zh") == "English only"
+
+
+def test_split_bilingual_keeps_markup_of_the_chosen_side():
+    html = '<h2>The <code>attend</code> Core · <code>attend</code> 核心<a>#</a></h2>'
+    en = BeautifulSoup(html, "html.parser").h2
+    split_bilingual(en, "en")
+    assert str(en) == "<h2>The <code>attend</code> Core</h2>"
+    zh = BeautifulSoup(html, "html.parser").h2
+    split_bilingual(zh, "zh")
+    assert zh.get_text() == "attend 核心#" and zh.code is not None
+
+
+# --- the PDFs -------------------------------------------------------------------------------
+
+@needs_pdfs
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_page_count_in_a_sane_band(lang):
+    pages = int(re.search(r"Pages:\s+(\d+)", run("pdfinfo", str(PDF[lang]))).group(1))
+    assert 80 <= pages <= 400, pages
+    assert len(pages_text(lang)) == pages
+    assert PDF[lang].stat().st_size < 40e6
+
+
+@needs_pdfs
+def test_every_chapter_title_in_its_language_and_no_bilingual_heading():
+    titles = chapter_titles()
+    assert len(titles) >= 9
+    en, zh = text("en"), text("zh")
+    for title_en, title_zh in titles:
+        assert title_en in en, title_en
+        assert title_zh in zh, title_zh
+        # headings carry one language: the site's "English · 中文" never reaches paper
+        both = f"{title_en} · {title_zh.split(' ', 1)[1]}"
+        assert both not in en and both not in zh, both
+    # each chapter starts a page whose running head names it (from the chapter's 2nd page on)
+    for lang, index in (("en", 0), ("zh", 1)):
+        for title in (t[index] for t in titles):
+            heads = [p for p in pages_text(lang) if re.sub(r" +", " ", p.lstrip().split(
+                "\n", 1)[0].rstrip()).endswith(title)]
+            assert heads, (lang, title)
+
+
+@needs_pdfs
+def test_table_of_contents_gives_the_page_each_chapter_starts_on():
+    pages = pages_text("en")
+    contents = "\n".join(pages[1:4])
+    for title, _ in chapter_titles():
+        m = re.search(re.escape(title) + r"[ .]*(\d+)\s*$", contents, re.M)
+        assert m, title
+        page = pages[int(m.group(1)) - 1]
+        # the heading on that page, below the running head
+        assert title in page.split("\n", 2)[-1] or page.count(title) >= 2, (title, m.group(1))
+
+
+@needs_pdfs
+def test_bookmarks_name_every_chapter():
+    data = PDF["en"].read_bytes()
+    assert b"/Outlines" in data
+    titles = re.findall(rb"/Title \(([^)]*)\)", data)
+    for title, _ in chapter_titles():
+        assert title.encode("latin-1", "replace") in titles, title
+
+
+@needs_pdfs
+def test_chinese_pdf_holds_chinese_and_the_english_pdf_english():
+    zh_cjk = len(CJK.findall(text("zh")))
+    en_cjk = len(CJK.findall(text("en")))
+    assert zh_cjk > 20000, zh_cjk
+    # the English PDF keeps Chinese only in the glossary and figure labels
+    assert en_cjk * 5 < zh_cjk, (en_cjk, zh_cjk)
+    assert "The bandwidth decides how many keys" in text("en").replace("\n", " ") or \
+        "bandwidth" in text("en")
+    assert "带宽" in text("zh")
+
+
+@needs_pdfs
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_font_is_embedded(lang):
+    rows = run("pdffonts", str(PDF[lang])).splitlines()[2:]
+    assert rows
+    for row in rows:
+        # columns: name type encoding emb sub uni object ID; the name may be "[none]"
+        fields = row.split()
+        assert fields[-5] == "yes", row
+
+
+@lru_cache
+def words(lang: str) -> list[list[tuple[float, float, float, float, str]]]:
+    """Per page, every word pdftotext finds: (xmin, ymin, xmax, ymax, text)."""
+    tree = BeautifulSoup(run("pdftotext", "-bbox", str(PDF[lang]), "-"), "html.parser")
+    return [[(float(w["xmin"]), float(w["ymin"]), float(w["xmax"]), float(w["ymax"]),
+              w.get_text()) for w in page.find_all("word")] for page in tree.find_all("page")]
+
+
+@needs_pdfs
+def test_no_stray_space_between_chinese_characters():
+    """A gap between two Chinese characters on one line, with nothing printed in it, is a
+    stray space (a line break inside Chinese source text kept as a space, or a justification
+    gap). Inline math between two Chinese words is printed in the gap, so it does not count."""
+    stray = []
+    for number, page in enumerate(words("zh"), 1):
+        for a in page:
+            # prose is 10 pt (a Chinese glyph box about 23 pt tall), code and printed output
+            # 7.8 pt: there a space between two characters is the program's own
+            if not CJK.match(a[4][-1]) or a[3] - a[1] < 20:
+                continue
+            right = [b for b in page if b is not a and b[0] >= a[2] - 0.5 and
+                     min(a[3], b[3]) - max(a[1], b[1]) > 0.5 * min(a[3] - a[1], b[3] - b[1])]
+            if not right:
+                continue
+            b = min(right, key=lambda w: w[0])
+            # a space is about a third of an em; the glyph box of a Chinese line is about two
+            # ems tall; table cells are farther apart
+            if CJK.match(b[4][0]) and 0.8 < b[0] - a[2] < 0.3 * (a[3] - a[1]):
+                stray.append((number, a[4][-6:] + " " + b[4][:6]))
+    assert not stray, stray[:20]
+
+
+@needs_pdfs
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_text_runs_past_the_text_block(lang):
+    """Every word, code and printed output included, lies between the side margins."""
+    outside = []
+    for number, page in enumerate(words(lang), 1):
+        for xmin, _, xmax, _, word in page:
+            if xmax > PAGE_WIDTH - MARGIN + 3 or xmin < MARGIN - 3:
+                outside.append((number, word, xmin, xmax))
+    assert not outside, outside[:10]
+
+
+@needs_pdfs
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_citations_and_chapter_links_resolve_inside_the_pdf(lang):
+    xml = BeautifulSoup(run("pdftohtml", "-xml", "-i", "-stdout", "-q", str(PDF[lang])), "xml")
+    pages = xml.find_all("page")
+    refs_title = {"en": "References", "zh": "参考文献"}[lang]
+    texts = pages_text(lang)
+    refs_start = max(i for i, p in enumerate(texts) if p.lstrip().startswith(
+        {"en": "Attention Mechanisms", "zh": "注意力机制"}[lang]) and refs_title in
+        p.split("\n", 3)[0])
+    citations = 0
+    for page in pages[:refs_start]:
+        for a in page.find_all("a"):
+            href = a.get("href", "")
+            m = re.search(r"#(\d+)$", href)
+            if href.startswith("http") or not m:
+                continue
+            target = int(m.group(1))
+            assert 1 <= target <= len(texts), href
+            if target - 1 < refs_start:
+                continue  # a link to a chapter, a section or the API reference
+            citations += 1
+            author = re.match(r"\s*\[?([A-Z][a-z]+)", a.get_text())
+            if author:  # (a label broken across lines comes in pieces)
+                assert author.group(1) in texts[target - 1], (a.get_text(), target)
+    assert citations >= 40, citations
+
+
+@needs_pdfs
+@pytest.mark.skipif(not CHROMIUM, reason="no Chromium")
+def test_site_header_links_to_both_pdfs():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                                          "--disable-background-networking",
+                                          "--disable-component-update", "--disable-sync"])
+        try:
+            for mode, names in (("en", ["English", "中文"]), ("zh", ["English", "中文"])):
+                page = browser.new_page()
+                page.goto((HTML / "chapters" / "02_attention_pooling.html").as_uri() +
+                          f"?lang={mode}")
+                page.wait_for_load_state("load")
+                links = page.eval_on_selector_all(
+                    ".bd-header-article .pdf-links a",
+                    "els => els.map(a => ({href: a.href, text: a.innerText.trim(), "
+                    "title: a.title, visible: a.offsetWidth > 0}))")
+                assert [link["text"] for link in links] == names, links
+                assert all(link["visible"] for link in links)
+                for link, lang in zip(links, ("en", "zh")):
+                    assert link["href"].endswith(f"/pdf/attention-{lang}.pdf")
+                    path = Path(link["href"].removeprefix("file://"))
+                    assert path.exists() and path.read_bytes()[:5] == b"%PDF-"
+                    assert CJK.search(link["title"]) if mode == "zh" else \
+                        "PDF" in link["title"] and not CJK.search(link["title"])
+                page.close()
+        finally:
+            browser.close()
