@@ -238,31 +238,41 @@ def test_citations_and_chapter_links_resolve_inside_the_pdf(lang):
 
 @needs_pdfs
 @pytest.mark.skipif(not CHROMIUM, reason="no Chromium")
-def test_site_header_links_to_both_pdfs():
+@pytest.mark.parametrize("mode", ["en", "zh"])
+def test_site_header_links_to_both_pdfs(mode):
+    """Beside the language switch on a wide screen, and in the download menu on any screen
+    (a phone has no room beside the switch); the menu's words follow the language."""
     from playwright.sync_api import sync_playwright
+    menu_text = {"en": ["Book in English (.pdf)", "Book in Chinese (.pdf)"],
+                 "zh": ["全书英文版 (.pdf)", "全书中文版 (.pdf)"]}[mode]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                     args=["--no-sandbox", "--disable-gpu", "--no-first-run",
                                           "--disable-background-networking",
                                           "--disable-component-update", "--disable-sync"])
         try:
-            for mode, names in (("en", ["English", "中文"]), ("zh", ["English", "中文"])):
-                page = browser.new_page()
+            for width in (1280, 390):
+                context = browser.new_context(viewport={"width": width, "height": 800})
+                page = context.new_page()
                 page.goto((HTML / "chapters" / "02_attention_pooling.html").as_uri() +
                           f"?lang={mode}")
                 page.wait_for_load_state("load")
-                links = page.eval_on_selector_all(
-                    ".bd-header-article .pdf-links a",
-                    "els => els.map(a => ({href: a.href, text: a.innerText.trim(), "
-                    "title: a.title, visible: a.offsetWidth > 0}))")
-                assert [link["text"] for link in links] == names, links
-                assert all(link["visible"] for link in links)
-                for link, lang in zip(links, ("en", "zh")):
-                    assert link["href"].endswith(f"/pdf/attention-{lang}.pdf")
-                    path = Path(link["href"].removeprefix("file://"))
-                    assert path.exists() and path.read_bytes()[:5] == b"%PDF-"
-                    assert CJK.search(link["title"]) if mode == "zh" else \
-                        "PDF" in link["title"] and not CJK.search(link["title"])
-                page.close()
+                get = ("els => els.map(a => ({href: a.href, text: a.textContent.trim(), "
+                       "title: a.title, visible: a.offsetWidth > 0}))")
+                inline = page.eval_on_selector_all(".bd-header-article .pdf-links a", get)
+                assert [link["text"] for link in inline] == ["English", "中文"], inline
+                assert all(link["visible"] for link in inline) == (width > 540), inline
+                page.click(".dropdown-download-buttons .dropdown-toggle")
+                menu = page.eval_on_selector_all(
+                    ".dropdown-download-buttons .dropdown-menu a.book-pdf-item", get)
+                assert [link["text"] for link in menu] == menu_text, menu
+                assert all(link["visible"] for link in menu), menu
+                for links in (inline, menu):
+                    for link, lang in zip(links, ("en", "zh")):
+                        assert link["href"].endswith(f"/pdf/attention-{lang}.pdf")
+                        path = Path(link["href"].removeprefix("file://"))
+                        assert path.exists() and path.read_bytes()[:5] == b"%PDF-"
+                        assert bool(CJK.search(link["title"])) == (mode == "zh"), link
+                context.close()
         finally:
             browser.close()

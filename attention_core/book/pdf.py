@@ -30,7 +30,6 @@ from pathlib import Path
 import yaml
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-ROOT = Path(__file__).resolve().parents[2]
 LANGS = ("en", "zh")
 HTML_LANG = {"en": "en", "zh": "zh-Hans"}
 SEP = " · "
@@ -371,9 +370,10 @@ def build(html_dir: Path, out_dir: Path, toc_path: Path, langs=LANGS) -> dict[st
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
-    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "pdf")
-    parser.add_argument("--toc", type=Path, default=ROOT / "_toc.yml")
+    # paths from the repository root, where make runs
+    parser.add_argument("--html", type=Path, default=Path("_build") / "html")
+    parser.add_argument("--out", type=Path, default=Path("_build") / "pdf")
+    parser.add_argument("--toc", type=Path, default=Path("_toc.yml"))
     parser.add_argument("--lang", choices=LANGS, action="append")
     parser.add_argument("--if-possible", action="store_true",
                         help="without Chromium or poppler-utils, say so and stop (make book)")

@@ -48,7 +48,9 @@
       "搜索完成，找到 ${resultCount} 个匹配的页面。",
     "Language · 语言": "语言 · Language",
     "Download the book as a PDF, in English": "下载本书的英文版 PDF",
-    "Download the book as a PDF, in Chinese": "下载本书的中文版 PDF"
+    "Download the book as a PDF, in Chinese": "下载本书的中文版 PDF",
+    "Book in English (.pdf)": "全书英文版 (.pdf)",
+    "Book in Chinese (.pdf)": "全书中文版 (.pdf)"
   };
   var ATTRS = ["title", "aria-label", "placeholder", "data-bs-title", "data-bs-original-title"];
   var SKIP = "pre, code, script, style, mjx-container, .cell_output, .lang-en, .lang-zh";
@@ -193,26 +195,39 @@
     var host = document.querySelector(".article-header-buttons") ||
                document.querySelector(".bd-header-article") || document.body;
     host.insertBefore(group, host.firstChild);
-    // the book as a PDF in each language (make book prints them into pdf/ beside the pages)
+    // the book as a PDF in each language (make book prints them into pdf/ beside the pages):
+    // two links beside the switch on a wide screen, and two entries in the download menu
     var root = document.documentElement.getAttribute("data-content_root") || "";
+    var menu = document.querySelector(".dropdown-download-buttons .dropdown-menu");
+    [["en", "Book in English (.pdf)", "Download the book as a PDF, in English"],
+     ["zh", "Book in Chinese (.pdf)", "Download the book as a PDF, in Chinese"]].forEach(function (d) {
+      if (!menu) return;
+      var li = document.createElement("li"), a = document.createElement("a");
+      a.href = root + "pdf/attention-" + d[0] + ".pdf";
+      a.className = "btn btn-sm dropdown-item book-pdf-item";
+      a.title = d[2];
+      a.setAttribute("download", "");
+      a.innerHTML = '<span class="btn__icon-container"><i class="fas fa-book"></i></span>' +
+        '<span class="btn__text-container"></span>';
+      a.lastChild.textContent = d[1];
+      li.appendChild(a);
+      menu.appendChild(li);
+    });
     var pdfs = document.createElement("div");
     pdfs.className = "pdf-links";
     var icon = document.createElement("span");
     icon.className = "fa-solid fa-file-pdf";
     icon.setAttribute("aria-hidden", "true");
     pdfs.appendChild(icon);
-    [["en", "English", "EN", "Download the book as a PDF, in English"],
-     ["zh", "中文", "中文", "Download the book as a PDF, in Chinese"]].forEach(function (d) {
+    [["en", "English", "Download the book as a PDF, in English"],
+     ["zh", "中文", "Download the book as a PDF, in Chinese"]].forEach(function (d) {
       var a = document.createElement("a");
       a.href = root + "pdf/attention-" + d[0] + ".pdf";
       a.hreflang = d[0] === "zh" ? "zh-Hans" : "en";
       a.lang = a.hreflang;
-      a.title = d[3];
+      a.title = d[2];
       a.setAttribute("download", "");
-      var long = document.createElement("span"), short = document.createElement("span");
-      long.className = "lang-long"; long.textContent = d[1];
-      short.className = "lang-short"; short.textContent = d[2];
-      a.appendChild(long); a.appendChild(short);
+      a.textContent = d[1];  // each language's own name, as on the switch
       pdfs.appendChild(a);
     });
     host.insertBefore(pdfs, group.nextSibling);
