@@ -44,7 +44,7 @@ TEXT = {
         "subtitle": "An interactive textbook, on paper",
         "authors": "The attention_core authors",
         "edition": "Printed {date} from the outputs committed in the notebooks. The site and the "
-                   "notebooks have the interactive figures; this PDF shows each one's first frame.",
+                   "notebooks have the interactive figures; this PDF shows each one's default frame.",
         "contents": "Contents",
         "folded": "Code folded:",
         "folded_tail": "(in the notebook and on the site).",
@@ -55,14 +55,14 @@ TEXT = {
         "subtitle": "交互式教材 · 纸质版",
         "authors": "attention_core 作者组",
         "edition": "{date} 依据笔记本中已提交的输出排印。交互式图形见网站与笔记本；"
-                   "本 PDF 给出每幅交互图的初始画面。",
+                   "本 PDF 给出每幅交互图的默认画面。",
         "contents": "目录",
         "folded": "代码已折叠：",
         "folded_tail": "（见笔记本与网站）",
-        "interactive": "网站上可交互操作：此处为该图的初始画面。",
+        "interactive": "网站上可交互操作：此处为该图的默认画面。",
     },
 }
-CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+CJK_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 # --- the pages, in the order of _toc.yml ---------------------------------------------------
@@ -146,6 +146,12 @@ def page_article(html_file: Path, doc: str, lang: str, pages: dict[str, str],
     for el in article.select("h1, h2, h3, h4, h5, h6, th, caption, figcaption, "
                              "p.admonition-title, .caption-text, a.reference.internal"):
         split_bilingual(el, lang)
+    # Table cells of the form "scalar · 标量" (English, then Chinese) keep one side too.
+    for td in article.select("td"):
+        words = td.get_text()
+        if SEP in words and CJK_RE.search(words.split(SEP, 1)[1]) and \
+                not CJK_RE.search(words.split(SEP, 1)[0]):
+            split_bilingual(td, lang)
     # Folded cells: on paper, one line in place of the code; their outputs stay.
     for details in article.select("details.hide.above-input"):
         label = details.select_one("p.collapsed")
