@@ -26,7 +26,8 @@ OUT = Path(os.environ.get("BOOK_PDF", ROOT / "_build" / "pdf")).resolve()
 HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 PDF = {lang: OUT / f"attention-{lang}.pdf" for lang in ("en", "zh")}
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-POPPLER = shutil.which("pdftotext") and shutil.which("pdffonts") and shutil.which("pdftohtml")
+POPPLER = all(shutil.which(tool) for tool in
+              ("pdftotext", "pdffonts", "pdftohtml", "pdfinfo", "pdfimages"))
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 # A4 with 20 mm side margins (book/_static/pdf.css): the text block in points
 PAGE_WIDTH, MARGIN = 595.0, 20 / 25.4 * 72
@@ -135,6 +136,28 @@ def test_table_of_contents_gives_the_page_each_chapter_starts_on(lang):
 
 
 @needs_pdfs
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_figures_keep_their_shape_at_print_resolution(lang):
+    """pdfimages' resolution of every image as placed: the same across and down (a figure
+    squeezed to the text block's width but not in height would differ), and at least 150 ppi
+    (the figures are retina PNGs: about 195 ppi at their natural size)."""
+    rows = [line.split() for line in run("pdfimages", "-list", str(PDF[lang])).splitlines()[2:]]
+    images = [(int(r[0]), float(r[12]), float(r[13])) for r in rows if r[2] == "image"]
+    assert len(images) >= 30, len(images)
+    for page, x_ppi, y_ppi in images:
+        assert abs(x_ppi / y_ppi - 1) < 0.03, (page, x_ppi, y_ppi)
+        assert min(x_ppi, y_ppi) >= 150, (page, x_ppi, y_ppi)
+
+
+@needs_pdfs
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_math_is_typeset_not_raw_tex(lang):
+    raw = re.findall(r"\\(?:frac|mathbf|sum|alpha|begin|left|right|sqrt|mathrm|operatorname"
+                     r"|top|cdot)\b|\\\(|\\\[|\$\$", run("pdftotext", str(PDF[lang]), "-"))
+    assert not raw, raw[:10]
+
+
+@needs_pdfs
 def test_bookmarks_name_every_chapter():
     data = PDF["en"].read_bytes()
     assert b"/Outlines" in data
@@ -224,9 +247,9 @@ def test_citations_and_chapter_links_resolve_inside_the_pdf(lang):
     pages = xml.find_all("page")
     refs_title = {"en": "References", "zh": "参考文献"}[lang]
     texts = pages_text(lang)
-    refs_start = max(i for i, p in enumerate(texts) if p.lstrip().startswith(
-        {"en": "Attention Mechanisms", "zh": "注意力机制"}[lang]) and refs_title in
-        p.split("\n", 3)[0])
+    # the bibliography: the pages whose running head names it (index of its first page)
+    refs_start = min(n for n in range(1, len(texts) + 1)
+                     if running_head(lang, n).endswith(refs_title)) - 1
     citations = 0
     for page in pages[:refs_start]:
         for a in page.find_all("a"):
