@@ -178,6 +178,39 @@ def test_chinese_pdf_holds_chinese_and_the_english_pdf_english():
     assert "带宽" in text("zh")
 
 
+def prose_samples() -> list[tuple[str, str, str]]:
+    """(chapter, English words, Chinese characters) from the first prose block of each language
+    in every chapter: eight plain English words in a row, eight Chinese characters in a row."""
+    samples = []
+    for _, doc in toc_entries(ROOT / "_toc.yml"):
+        if not doc.startswith("chapters/"):
+            continue
+        nb = json.loads((ROOT / (doc + ".ipynb")).read_text(encoding="utf-8"))
+        text_ = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        en_block = text_.split('<div class="lang-en"', 1)[1].split("</div>", 1)[0]
+        zh_block = text_.split('<div class="lang-zh"', 1)[1].split("</div>", 1)[0]
+        word = r"[A-Za-z][A-Za-z-]*"
+        en = re.search(rf"(?<![\w`$*-])({word} ){{7}}{word}(?![\w`$*-])", en_block).group(0)
+        zh = re.search(r"[\u4e00-\u9fff]{8}", zh_block).group(0)
+        samples.append((doc, en, zh))
+    return samples
+
+
+@needs_pdfs
+def test_each_pdf_holds_its_language_of_every_bilingual_block():
+    # letters only (English) and Chinese characters only: inline math, which the text layer
+    # may give out of order, drops out
+    raw = {lang: run("pdftotext", str(PDF[lang]), "-") for lang in PDF}
+    flat = {lang: re.sub(r"[^A-Za-z]+", " ", raw[lang]) for lang in PDF}
+    flat_zh = {lang: "".join(CJK.findall(raw[lang])) for lang in PDF}
+    samples = prose_samples()
+    assert len(samples) >= 9
+    for doc, en, zh in samples:
+        en = re.sub(r"[^A-Za-z]+", " ", en)
+        assert en in flat["en"] and en not in flat["zh"], (doc, en)
+        assert zh in flat_zh["zh"] and zh not in flat_zh["en"], (doc, zh)
+
+
 @needs_pdfs
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_font_is_embedded(lang):
