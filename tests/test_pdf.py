@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from attention_core.book.pdf import pick, split_bilingual, toc_entries
+from attention_core.book.pdf import pick, split_bilingual, toc_entries, wrap_code
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(os.environ.get("BOOK_PDF", ROOT / "_build" / "pdf")).resolve()
@@ -89,6 +89,22 @@ def test_split_bilingual_keeps_markup_of_the_chosen_side():
     zh = BeautifulSoup(html, "html.parser").h2
     split_bilingual(zh, "zh")
     assert zh.get_text() == "attend 核心#" and zh.code is not None
+
+
+def test_long_code_lines_wrap_under_their_own_indentation():
+    long = "        return torch.stack([" + ", ".join(f"item_{i}" for i in range(40)) + "])"
+    html = f'<pre><span class="k">def</span> f(x):\n{long}\nshort\n' + "x" * 150 + "</pre>"
+    pre = BeautifulSoup(html, "html.parser").pre
+    wrap_code(pre, 60)
+    lines = pre.get_text().split("\n")
+    assert lines[0] == "def f(x):" and pre.span.get_text() == "def"  # markup kept
+    assert all(len(line) <= 60 for line in lines), lines
+    body = [line for line in lines if "item_" in line]
+    assert body[0].startswith("        return") and all(
+        line.startswith("          ↪ item_") for line in body[1:])  # indent + 2, then the mark
+    assert "".join(line.replace("↪", "").strip() for line in body).replace(" ", "") == \
+        long.replace(" ", "")  # nothing lost, breaks only at spaces here
+    assert "short" in lines and lines[-2].startswith("  ↪ x")  # no space: a hard break
 
 
 # --- the PDFs -------------------------------------------------------------------------------

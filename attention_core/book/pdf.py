@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 import yaml
@@ -123,6 +124,61 @@ def _precedes(a, b) -> bool:
     return False
 
 
+# Code and printed output: DejaVu Sans Mono at 7.8 pt (pdf.css) advances 4.7 pt a character,
+# and a <pre> in the 170 mm text block holds 99 of them. A longer line is wrapped here, at a
+# space where it can, and goes on under its own indentation plus two, after a "↪"; Chromium's
+# own wrapping (pre-wrap) would restart it at the left edge, where it reads as a dedent.
+WRAP_COLUMNS = 97
+
+
+def _columns(text: str) -> float:
+    return sum(1.7 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _cuts(line: str, columns: int) -> list[tuple[int, int]]:
+    """Where to break one long line: [(offset in the line, indentation of what follows)]."""
+    indent = len(line) - len(line.lstrip(" "))
+    follow = min(indent + 2, columns // 2)
+    cuts, start, room = [], 0, columns
+    while _columns(line[start:]) > room:
+        end = start
+        while _columns(line[start:end + 1]) <= room:
+            end += 1
+        space = line.rfind(" ", start + 1, end)
+        cut = space + 1 if space > start + indent + 8 else end  # after a space, else hard
+        cuts.append((cut, follow))
+        start, room = cut, columns - follow - 2
+    return cuts
+
+
+def wrap_code(pre: Tag, columns: int = WRAP_COLUMNS) -> None:
+    """Break the long lines of a <pre> in place (its markup kept)."""
+    nodes = list(pre.find_all(string=True))
+    text = "".join(nodes)
+    if max((_columns(line) for line in text.split("\n")), default=0) <= columns:
+        return
+    inserts, offset = [], 0
+    for line in text.split("\n"):
+        inserts += [(offset + cut, follow) for cut, follow in _cuts(line, columns)]
+        offset += len(line) + 1
+    starts, position = [], 0
+    for node in nodes:
+        starts.append(position)
+        position += len(node)
+    for at, follow in reversed(inserts):
+        i = max(k for k, start in enumerate(starts) if start <= at)  # the node holding `at`
+        node, start = nodes[i], starts[i]
+        before, after = str(node)[:at - start], str(node)[at - start:]
+        marker = BeautifulSoup(f'<span class="pdf-wrap">{" " * follow}↪ </span>',
+                               "html.parser").span
+        new_before = NavigableString(before.rstrip(" ") + "\n")
+        node.replace_with(new_before)
+        new_before.insert_after(marker)
+        rest = NavigableString(after)
+        marker.insert_after(rest)
+        nodes[i] = new_before  # later (earlier-offset) cuts fall in `before`
+
+
 def page_article(html_file: Path, doc: str, lang: str, pages: dict[str, str],
                  out_dir: Path, soup_out: BeautifulSoup) -> tuple[Tag, str]:
     """The article of one built page, in one language, ids and links made document-wide."""
@@ -167,6 +223,8 @@ def page_article(html_file: Path, doc: str, lang: str, pages: dict[str, str],
     for note in article.select(".ac-slider-note"):
         note.clear()
         note.append(TEXT[lang]["interactive"])
+    for pre in article.select("pre"):
+        wrap_code(pre)
     # Images: load now (no lazy loading when printing), paths from the document's folder.
     page_dir = html_file.parent
     for img in article.select("img"):
