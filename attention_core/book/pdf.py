@@ -223,8 +223,15 @@ def page_article(html_file: Path, doc: str, lang: str, pages: dict[str, str],
     for note in article.select(".ac-slider-note"):
         note.clear()
         note.append(TEXT[lang]["interactive"])
+    # Printed output up to 30% wider than the block (a table, as a rule) is set smaller, so that
+    # its columns stay aligned; code, and wider output, wrap.
     for pre in article.select("pre"):
-        wrap_code(pre)
+        longest = max(_columns(line) for line in pre.get_text().split("\n"))
+        if pre.find_parent(class_=["stream", "text_plain"]) and \
+                WRAP_COLUMNS < longest <= 1.3 * WRAP_COLUMNS:
+            pre["style"] = f"font-size: {7.8 * (WRAP_COLUMNS - 1) / longest:.2f}pt"
+        else:
+            wrap_code(pre)
     # Images: load now (no lazy loading when printing), paths from the document's folder.
     page_dir = html_file.parent
     for img in article.select("img"):
