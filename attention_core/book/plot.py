@@ -276,51 +276,122 @@ def draw_connectivity_diagram(ax, n: int = 6, k: int = 3, focus: int | None = No
 
 
 def draw_transformer_diagram(ax, B="B", n_src="n_src", n_tgt="n", d="d", vocab="V"):
-    """The encoder-decoder Transformer as boxes and arrows, with the tensor shape on every
-    arrow. Every decoder block reads the *last* encoder block's output."""
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+    """The encoder-decoder Transformer (post-norm, as in Vaswani et al.) as boxes and arrows,
+    with the tensor shape on every main arrow.
 
-    def box(x, y, w, h, text, color):
-        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02",
-                                    facecolor=color, edgecolor="0.3", linewidth=1))
-        ax.text(x, y, text, ha="center", va="center", fontsize=8)
+    Each block is a stack of sublayers, each followed by an "add & norm" node, and an orange
+    residual arrow bypasses every sublayer, from its input to its add & norm. The blue arrow
+    carries the *last* encoder block's output to the cross-attention (as K and V) of every
+    decoder block. Laid out for ``plt.subplots(figsize=(8, 7.5))``. For tests, the sublayer
+    boxes carry the gid "sublayer", the add & norm boxes "add-norm", the residual arrows
+    "residual" and the encoder-to-decoder arrow "memory".
+    """
+    from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+    from matplotlib.path import Path as MplPath
 
-    def arrow(x0, y0, x1, y1, label=None, side="right"):
-        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=10,
-                                     color="0.3", linewidth=1, connectionstyle="arc3,rad=0"))
-        if label:
-            dx = 0.03 if side == "right" else -0.03
-            ax.text((x0 + x1) / 2 + dx, (y0 + y1) / 2, label, fontsize=7, color="0.25",
-                    ha="left" if side == "right" else "right", va="center")
+    ink, grey, blue, orange = "0.3", "0.25", "#2a6fb0", "#c2571a"
+    attention, ffn, add_norm = "#f6dbe4", "#dbe9f6", "#fff2b3"
+    # coordinates: inches of the axes that plt.subplots(figsize=(8, 7.5)) makes
+    w, lane, tall, short = 1.8, 0.2, 0.32, 0.22  # box width, residual lane, box heights
 
-    enc, dec = 0.25, 0.75
-    act = f"({B}, {n_src}, {d})"
-    box(enc, 0.06, 0.3, 0.06, f"source tokens · 源词元 ({B}, {n_src})", "#f2f2f2")
-    box(enc, 0.2, 0.3, 0.07, "embedding ×√d + positions\n嵌入 ×√d + 位置编码", "#fde9c9")
-    box(enc, 0.47, 0.3, 0.3, "encoder block × L · 编码器块\n\nmulti-head self-attention\n多头自注意力\n"
-        "add & norm · 加 & 规范化\nposition-wise FFN · 逐位前馈网络\nadd & norm · 加 & 规范化", "#dbe9f6")
-    arrow(enc, 0.09, enc, 0.165, f"({B}, {n_src})")
-    arrow(enc, 0.235, enc, 0.32, act)
-    tgt = f"({B}, {n_tgt}, {d})"
-    box(dec, 0.06, 0.3, 0.06, f"target so far · 已有目标 ({B}, {n_tgt})", "#f2f2f2")
-    box(dec, 0.2, 0.3, 0.07, "embedding ×√d + positions\n嵌入 ×√d + 位置编码", "#fde9c9")
-    box(dec, 0.51, 0.3, 0.38, "decoder block × L · 解码器块\n\ncausal self-attention · 因果自注意力\n"
-        "add & norm · 加 & 规范化\ncross-attention · 交叉注意力\nK, V: encoder · K、V 来自编码器\n"
-        "add & norm · 加 & 规范化\nposition-wise FFN · 逐位前馈网络\nadd & norm · 加 & 规范化", "#e3f1dc")
-    box(dec, 0.86, 0.3, 0.06, "linear → vocabulary · 线性层 → 词表", "#fde9c9")
-    arrow(dec, 0.09, dec, 0.165, f"({B}, {n_tgt})")
-    arrow(dec, 0.235, dec, 0.32, tgt)
-    arrow(dec, 0.70, dec, 0.83, tgt)
-    arrow(dec, 0.89, dec, 0.97, f"({B}, {n_tgt}, {vocab})")
-    # the last encoder output feeds every decoder block's cross-attention
-    arrow(enc, 0.62, enc, 0.74, act, side="left")
-    ax.add_patch(FancyArrowPatch((enc, 0.74), (dec - 0.15, 0.47), arrowstyle="-|>",
-                                 mutation_scale=10, color="#2a6fb0", linewidth=1.5,
-                                 connectionstyle="arc3,rad=-0.3"))
-    ax.text(enc, 0.8, "last encoder output → every decoder block\n编码器最后一块的输出 → 每个解码器块",
-            fontsize=7, color="#2a6fb0", ha="center")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    def text(x, y, lines, size=7, color=grey, ha="left", step=0.145):
+        # one text per line; none uses $math$ (mathtext has no CJK fallback)
+        top = y + step * (len(lines) - 1) / 2
+        for k, line in enumerate(lines):
+            ax.text(x, top - k * step, line, fontsize=size, color=color, ha=ha, va="center",
+                    zorder=5)
+
+    def box(x, bottom, h, lines, color, gid=None, size=7.5):
+        ax.add_patch(FancyBboxPatch((x - w / 2, bottom), w, h, facecolor=color, edgecolor=ink,
+                                    boxstyle="round,pad=0,rounding_size=0.05", linewidth=1,
+                                    zorder=2, gid=gid))
+        text(x, bottom + h / 2, lines, size=size, color="black", ha="center")
+        return bottom + h
+
+    def arrow(points, color=ink, width=1.1, gid=None):
+        ax.add_patch(FancyArrowPatch(path=MplPath(points), arrowstyle="-|>", mutation_scale=9,
+                                     color=color, linewidth=width, shrinkA=0, shrinkB=0,
+                                     zorder=3, gid=gid, joinstyle="miter", capstyle="butt"))
+
+    def block(x, bottom, sublayers, side, color, title):
+        """Sublayers from `bottom` up, each followed by add & norm, with its residual on
+        `side` (-1 left, +1 right); returns the first sublayer's bottom, the last add & norm's
+        top, the frame's top and each sublayer's centre."""
+        lane_x = x + side * (w / 2 + lane)
+        fork, centres, first, last = bottom + 0.09, [], None, None
+        for lines, fill in sublayers:
+            start = fork + 0.09
+            if last is not None:  # from the previous add & norm, through the fork
+                arrow([(x, last), (x, start)])
+            first = start if first is None else first
+            top = box(x, start, tall, lines, fill, gid="sublayer")
+            centres.append(start + tall / 2)
+            arrow([(x, top), (x, top + 0.14)])
+            node = top + 0.14 + short / 2
+            last = box(x, top + 0.14, short, ["add & norm · 相加 + 层规范化"], add_norm,
+                       gid="add-norm", size=7)
+            # the residual: the sublayer's input goes around it, into its add & norm
+            ax.add_patch(Circle((x, fork), 0.028, color=orange, zorder=4))
+            arrow([(x, fork), (lane_x, fork), (lane_x, node), (x + side * w / 2, node)],
+                  color=orange, width=1.4, gid="residual")
+            fork = last + 0.08
+        frame_top = last + 0.1
+        left, right = sorted((x - side * (w / 2 + 0.1), lane_x + side * 0.1))
+        ax.add_patch(FancyBboxPatch((left, bottom), right - left, frame_top - bottom,
+                                    boxstyle="round,pad=0,rounding_size=0.08", facecolor=color,
+                                    edgecolor=ink, linewidth=1, zorder=1))
+        edge, ha = (left, "left") if side < 0 else (right, "right")
+        text(edge, frame_top + 0.28, [title[0]], size=8, color="black", ha=ha)
+        text(edge, frame_top + 0.12, [title[1]], size=8, color="black", ha=ha)
+        return first, last, frame_top, centres
+
+    def shape(x, y0, y1, s, side=1, color=grey):
+        text(x + side * 0.07, (y0 + y1) / 2, [s], color=color, ha="left" if side > 0 else "right")
+
+    enc, dec = 1.45, 4.65
+    src, tgt = f"({B}, {n_src}, {d})", f"({B}, {n_tgt}, {d})"
+    for x, tokens, n in ((enc, "source tokens · 源词元", n_src), (dec, "target so far · 已有目标", n_tgt)):
+        box(x, 0.05, 0.24, [tokens], "#f2f2f2")
+        arrow([(x, 0.29), (x, 0.55)])
+        shape(x, 0.29, 0.55, f"({B}, {n})")
+        box(x, 0.55, tall, ["embedding ×√d + positions", "嵌入 ×√d + 位置编码"], "#fde9c9")
+    # encoder: every block reads the previous one; the first reads the embeddings
+    e_first, e_last, e_top, _ = block(
+        enc, 1.12, [(["multi-head self-attention", "多头自注意力"], attention),
+                    (["position-wise FFN", "逐位前馈网络"], ffn)],
+        -1, "#eef4fb", ["encoder block × L", "编码器块 × L"])
+    arrow([(enc, 0.87), (enc, e_first)])
+    shape(enc, 0.87, 1.12, src)
+    # decoder, set higher so that the encoder's output runs up and across into the
+    # cross-attention, as in the original figure: its centre is 0.32 above the encoder's frame
+    # (block() puts it one sublayer, add & norm and two forks above the frame's bottom)
+    d_bottom = e_top + 0.32 - (0.09 + 0.09 + tall + 0.14 + short + 0.08 + 0.09 + tall / 2)
+    d_first, d_last, d_top, (_, cross, _) = block(
+        dec, d_bottom, [(["causal (masked) self-attention", "因果（掩码）自注意力"], attention),
+                        (["cross-attention · 交叉注意力", "K, V: encoder · K、V：编码器"], attention),
+                        (["position-wise FFN", "逐位前馈网络"], ffn)],
+        1, "#eff7eb", ["decoder block × L", "解码器块 × L"])
+    arrow([(dec, 0.87), (dec, d_first)])
+    shape(dec, 0.87, d_bottom, tgt)
+    # the last encoder block's output is K and V of the cross-attention of every decoder block
+    arrow([(enc, e_last), (enc, cross), (dec - w / 2, cross)], color=blue, width=1.6, gid="memory")
+    gap = (enc + dec) / 2  # the middle of the free space between the two frames
+    text(gap, cross - 0.13, [src], color=blue, ha="center")
+    text(enc + 0.1, cross + 0.44, ["last encoder block's output", "→ K, V of the cross-attention",
+                                  "   of every decoder block", "编码器最后一块的输出",
+                                  "→ 每个解码器块交叉注意力的 K、V"], color=blue)
+    # a key to the residual arrows, in the free space between the columns
+    arrow([(gap - 0.38, 1.7), (gap - 0.08, 1.7)], color=orange, width=1.4)
+    text(gap - 0.38, 1.5, ["residual path", "残差连接"])
+    # the decoder's output: scores over the vocabulary for every target position
+    linear = d_top + 0.42
+    arrow([(dec, d_last), (dec, linear)])
+    shape(dec, d_top, linear, tgt, side=-1)
+    out = box(dec, linear, tall, ["linear → vocabulary", "线性层 → 词表"], "#fde9c9")
+    arrow([(dec, out), (dec, out + 0.26)])
+    shape(dec, out, out + 0.26, f"({B}, {n_tgt}, {vocab})", side=-1)
+    ax.set_xlim(0, 6.2)
+    ax.set_ylim(0, out + 0.28)
     ax.axis("off")
     return ax
 
