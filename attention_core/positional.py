@@ -16,14 +16,15 @@ from torch import nn
 from ._checks import check_positive_int, check_probability, check_rank, check_size, check_tensor
 
 
-def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device=None):
+def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device=None,
+                     base: float = 10000.0):
     """The table P: (max_len, num_hiddens), P[i, 2j] = sin(i w_j) and P[i, 2j+1] = cos(i w_j).
-    Columns 2j and 2j+1 share the angular frequency w_j = 10000^(-2j/d) (``frequencies``)."""
+    Columns 2j and 2j+1 share the angular frequency w_j = base^(-2j/d) (``frequencies``)."""
     _check_table(max_len, num_hiddens, dtype)
     positions = torch.arange(max_len, dtype=dtype, device=device).reshape(-1, 1)  # (max_len, 1)
     # i * w_j: (max_len, ceil(d/2)); dividing by 1 / w_j (rather than multiplying by w_j) keeps
     # the table equal to d2l's bit for bit
-    angles = positions / _periods(num_hiddens, dtype=dtype, device=device)
+    angles = positions / _periods(num_hiddens, base, dtype=dtype, device=device)
     P = torch.zeros(max_len, num_hiddens, dtype=dtype, device=device)
     P[:, 0::2] = torch.sin(angles)
     P[:, 1::2] = torch.cos(angles[:, : num_hiddens // 2])  # an odd d has one sine column more

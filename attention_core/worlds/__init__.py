@@ -8,6 +8,8 @@ One module per world, holding its data, its training loop and its metric:
 * ``translation``: a generated English-Chinese corpus that knows its alignments, with its
   vocabulary, batches, training loop and metrics (chapters 4 and 8);
 * ``complexity``: dependency paths and operation counts of layers (chapters 3, 5 and 9);
+* ``twins``: find the other position with the same symbol, one trained self-attention layer
+  (chapter 5);
 * ``fetch``: fetch two items named by two different attributes, which one head cannot do
   (chapter 7).
 

@@ -43,8 +43,8 @@ def query_vector(goal: str, dtype=torch.float32, device=None):
 
 def saliency(keys: torch.Tensor) -> torch.Tensor:
     """How far each object's appearance lies from the average appearance: (n_objects,)."""
-    look = keys[:, APPEARANCE]                 # (n_objects, 2): a_i = (red, contrast)
-    return (look - look.mean(0)).norm(dim=-1)  # (n_objects,): s_i = ||a_i - mean of a||
+    look = keys[:, APPEARANCE]                 # (n_objects, 2): x_i = (red, contrast)
+    return (look - look.mean(0)).norm(dim=-1)  # (n_objects,): s_i = ||x_i - mean of x||
 
 
 SALIENCY_WEIGHT = 0.1  # how much the eye still counts once there is a goal (see cue_weights)

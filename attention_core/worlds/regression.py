@@ -44,13 +44,15 @@ def _check_data_args(n_train, n_test, x_max, noise) -> None:
 
 
 def fit_nw_bandwidth(model: NWKernelRegression, x_train: torch.Tensor, y_train: torch.Tensor,
-                     *, steps: int = 200, lr: float = 0.05, log_every: int = 50):
+                     *, steps: int = 200, lr: float = 0.05, log_every: int = 50,
+                     exclude_self: bool = True):
     """Learn the bandwidth by minimising the leave-one-out squared error with Adam:
 
         L = (1/n) sum_i (f_{-i}(x_i) - y_i)^2,
 
     where f_{-i} is the estimate from every training point but the i-th (``exclude_self=True``):
-    predicting a point from itself would reward a bandwidth of zero, which just copies y_i.
+    predicting a point from itself (``exclude_self=False``) would reward a bandwidth of zero,
+    which just copies y_i.
     Returns the history [(step, loss, bandwidth), ...] every ``log_every`` steps and at the end.
     """
     check_positive_int(steps=steps, log_every=log_every)
@@ -58,9 +60,9 @@ def fit_nw_bandwidth(model: NWKernelRegression, x_train: torch.Tensor, y_train: 
     history = []
     for step in range(1, steps + 1):
         optimizer.zero_grad()
-        y_loo = model(x_train, x_train, y_train, exclude_self=True)  # (n_train,): f_{-i}(x_i)
-        loss = ((y_loo - y_train) ** 2).mean()                        # L, a scalar
-        loss.backward()                                               # dL / d log(sigma)
+        y_loo = model(x_train, x_train, y_train, exclude_self)  # (n_train,): f_{-i}(x_i)
+        loss = ((y_loo - y_train) ** 2).mean()                   # L, a scalar
+        loss.backward()                                          # dL / d log(sigma)
         optimizer.step()
         if step % log_every == 0 or step == steps:
             history.append((step, loss.item(), model.bandwidth.item()))
