@@ -4,7 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check --no-input -q
-NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
+# The chapters, then their worked solutions (solutions/, one companion notebook per chapter).
+NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb)) $(sort $(wildcard solutions/*.ipynb))
 
 .PHONY: all env book site pdf test test-native test-portable test-browser execute lab bench clean
 
@@ -44,7 +45,7 @@ pdf: site
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with \
 	tests/nbval_sanitize.cfg --nbval-cell-timeout=1200 -q
 
-# nbval over every chapter, two notebooks at a time, so that two workers share the two cores:
+# nbval over every chapter and solutions notebook, two notebooks at a time, so that two workers share the two cores:
 # the two chapters that train translation models go first and finish with the rest.
 TRAINING := chapters/08_transformer.ipynb chapters/04_seq2seq_attention.ipynb
 NBVAL_2 := $(NBVAL) -n 2 --dist loadscope --no-loadscope-reorder $(TRAINING) \

@@ -32,6 +32,7 @@
     "Download source file": "下载源文件",
     "Print to PDF": "打印为 PDF",
     "Fullscreen mode": "全屏模式",
+    "Toggle hidden content": "展开或收起",
     "Toggle primary sidebar": "显示或隐藏目录侧栏",
     "Toggle secondary sidebar": "显示或隐藏本页目录",
     "Site navigation": "站点导航",
