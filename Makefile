@@ -82,9 +82,10 @@ execute: env
 		--ExecutePreprocessor.timeout=1200 --ExecutePreprocessor.store_widget_state=False \
 		--ExecutePreprocessor.record_timing=False $(NOTEBOOKS)
 
-# JupyterLab with live widgets (ipywidgets 8 ships its JupyterLab extension).
+# JupyterLab with live widgets (ipywidgets 8 ships its JupyterLab extension), opened on the
+# repository, so that a chapter's links to its solutions (../solutions/) open too.
 lab: env
-	$(BIN)/jupyter lab chapters/
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/chapters
 
 bench: env
 	$(BIN)/python bench/bench_mha.py
