@@ -383,6 +383,13 @@ PREPARE_JS = """async () => {
       el.style.zoom = Math.max(0.5, (width - 2) / w);
     }
   }
+  // Chinese text that reached the CJK face through a fallback list while the face was loading
+  // keeps the primary font's empty boxes (the first Chinese words of the English document):
+  // a fresh text node is shaped again, now with the face loaded.
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const cjk = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (/[\u3400-\u9fff]/.test(n.data)) cjk.push(n);
+  for (const n of cjk) n.replaceWith(document.createTextNode(n.data));
   await document.fonts.ready;
   return document.images.length;
 }"""
