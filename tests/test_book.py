@@ -42,8 +42,8 @@ def markdown_sources(path):
 
 
 def test_every_chapter_notebook_is_in_the_toc():
-    on_disk = set((ROOT / "chapters").glob("*.ipynb"))
-    assert on_disk == set(NOTEBOOKS), "a notebook in chapters/ is missing from _toc.yml"
+    on_disk = set((ROOT / "chapters").glob("*.ipynb")) | set((ROOT / "solutions").glob("*.ipynb"))
+    assert on_disk == set(NOTEBOOKS), "a notebook in chapters/ or solutions/ is missing from _toc.yml"
     assert NOTEBOOKS, "the book has no chapter"
 
 
@@ -95,9 +95,31 @@ def test_headings_are_bilingual(path):
 
 
 def test_chapters_end_with_summary_and_exercises():
-    for path in NOTEBOOKS:
+    for path in [p for p in NOTEBOOKS if p.parent.name == "chapters"]:
         headings = re.findall(r"^## (.+)$", "\n".join(markdown_sources(path)), re.M)
         assert headings[-2:] == ["Summary · 小结", "Exercises · 练习"], path.name
+
+
+DISPLAY_MATH = re.compile(r"\$\$(.*?)\$\$", re.S)
+MARKDOWN_BLOCK_START = re.compile(r"^\s*([-+*] |\d+[.)] |#|>)", re.M)
+
+
+@pytest.mark.parametrize("path", PAGES, ids=IDS)
+def test_display_math_has_no_line_that_markdown_reads_as_a_list(path):
+    """Display math is a block of its own (blank lines around it: inside a paragraph, $$ is
+    read as two inline $), and no line of it begins with "+ ", "- ", "1. " (or #, >), which
+    Markdown reads as a list (or heading, quote), breaking the equation into raw TeX: the
+    operator goes at the end of the line before."""
+    for source in markdown_sources(path):
+        for found in DISPLAY_MATH.finditer(source):
+            math = found.group(1)
+            bad = MARKDOWN_BLOCK_START.findall(math)
+            assert not bad, f"display math with a line starting {bad}: {math[:80]!r}"
+            # inside a paragraph, $$ is read as two inline $ and the TeX prints raw
+            before, after = source[:found.start()], source[found.end():]
+            assert re.search(r"(^|\n[ \t]*\n|>)[ \t]*$", before) and \
+                re.match(r"[ \t]*(\n[ \t]*\n|\n?$|\s*<)", after), \
+                f"display math not in a block of its own: {before[-40:]!r} $$ ... $$ {after[:40]!r}"
 
 
 @pytest.mark.parametrize("path", PAGES, ids=IDS)

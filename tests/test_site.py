@@ -698,3 +698,49 @@ def test_check_cells_are_folded_and_open_on_click(browser, page_path):
     assert re.search(r"[A-Za-z]{3,}", label) and not re.search(r"[\u4e00-\u9fff]", label), \
         f"the first fold's label in English mode: {label!r}"
     v.context.close()
+
+
+SOLUTIONS = [p for p in PAGES if p.startswith("solutions/")]
+
+
+@pytest.mark.parametrize("page_path", SOLUTIONS)
+@pytest.mark.parametrize("locale, title", [("en-US", r"^Solution \d+\.\d+$"), ("zh-CN", r"^解答 \d+\.\d+$")])
+def test_each_exercise_has_a_folded_solution_that_opens(browser, page_path, locale, title):
+    """A reader who wants to try first is not shown the answer: every solution is folded under
+    a title in the reader's language, and a click opens it on its prose, code and output."""
+    v = Visit(browser, page_path, locale=locale)
+    exercises = v.page.locator("div.exercise.admonition")
+    solutions = v.page.locator("div.solution.dropdown.admonition")
+    assert solutions.count() == exercises.count() >= 3, (exercises.count(), solutions.count())
+    for n in range(solutions.count()):
+        solution = solutions.nth(n)
+        label = solution.locator(":scope > .admonition-title").inner_text().strip()
+        assert re.match(title, label), f"solution {n} is titled {label!r} in {locale}"
+        assert exercises.nth(n).locator(":scope > section").is_visible(), f"exercise {n} is hidden"
+        assert not solution.locator(":scope > section").is_visible(), f"solution {n} is open unasked"
+    solution = solutions.nth(solutions.count() - 1)
+    solution.scroll_into_view_if_needed()
+    solution.locator(":scope > .admonition-title").click()
+    v.page.wait_for_timeout(300)
+    assert solution.locator(":scope > section").is_visible()
+    assert solution.locator(".cell_input").first.is_visible()
+    assert solution.locator(".cell_output").first.is_visible()
+    assert not v.outside and not v.errors, (v.outside, v.errors)
+    v.context.close()
+
+
+def test_chapters_link_each_exercise_to_its_solution():
+    """From every exercise of every chapter that has a solutions page, in each language, a link
+    to the exercise restated there; the link's anchor is there."""
+    linked, solved = 0, [p for p in CHAPTERS if (HTML / "solutions" / Path(p).name).exists()]
+    assert solved, "no solutions page was built"
+    for page_path in solved:
+        html = (HTML / page_path).read_text(encoding="utf-8")
+        hrefs = re.findall(r'href="(\.\./solutions/[^"#]+\.html)#(ex-\d\d-\d+)"', html)
+        assert hrefs, f"{page_path} links to no solution"
+        for target, anchor in hrefs:
+            page = (HTML / page_path).parent / target
+            assert f'id="{anchor}"' in page.read_text(encoding="utf-8"), f"{page_path} -> {target}#{anchor}"
+        assert len(hrefs) == 2 * len(set(hrefs)), f"{page_path}: not one link per exercise per language"
+        linked += len(set(hrefs))
+    assert linked >= 5 * len(solved), f"only {linked} exercises link to a solution"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 FRONT_MATTER = sorted((ROOT / "book").glob("*.md"))
 
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -86,7 +86,7 @@ def test_patterns():
     assert chinese_segments("## Notation · 记号\n| a | 查询 |") == ["记号", " 查询 "]
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_chapter_chinese_typography(path):
     found = notebook_problems(path)
     assert not found, f"{path.name}:\n" + "\n".join(found)
