@@ -56,6 +56,9 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
     weights[b, i, j] belongs to key positions[b, i, j] and is 0 outside the window, outside
     the sequence and where the mask forbids it.
     """
+    if gaussian and window == 0:
+        raise ValueError("window (D) must be at least 1 with gaussian=True: the Gaussian has "
+                         "sigma = D / 2, got window=0")
     n_k = keys.shape[1]
     positions, usable = window_positions(centers, window)
     usable &= (positions >= 0) & (positions < n_k)
@@ -131,6 +134,9 @@ def _check_window(window, mode) -> None:
         raise ValueError(f"window (D) must be a non-negative int, got {window!r}")
     if mode not in ("m", "p"):
         raise ValueError(f"mode must be 'm' (monotonic) or 'p' (predictive), got {mode!r}")
+    if mode == "p" and window == 0:  # local-p weights the window by a Gaussian of sigma = D / 2
+        raise ValueError("window (D) must be at least 1 in mode 'p': its Gaussian has "
+                         "sigma = D / 2, got window=0")
 
 
 def _check_local(queries, keys, values, centers) -> None:

@@ -74,6 +74,17 @@ def test_local_p_predicts_centres_inside_the_sequence_and_weights_sum_below_one(
 def test_local_bad_input():
     with pytest.raises(ValueError, match="window"):
         LocalAttention(window=-1)
+
+
+def test_local_p_rejects_a_zero_window_whose_gaussian_would_have_no_width():
+    with pytest.raises(ValueError, match="window.*mode 'p'.*sigma"):
+        LocalAttention(window=0, mode="p", query_size=4)
+    x = torch.randn(1, 3, 4)
+    with pytest.raises(ValueError, match="window.*gaussian=True"):
+        local_attention(x, x, x, torch.zeros(1, 3), 0, gaussian=True)
+    local = LocalAttention(window=0, mode="m")  # local-m has no Gaussian: a window of one key
+    out = local(x, x, x)
+    torch.testing.assert_close(out, x)  # each query sees only its own position
     with pytest.raises(ValueError, match="mode must be"):
         LocalAttention(2, mode="x")
     with pytest.raises(ValueError, match="centers has size 2"):
