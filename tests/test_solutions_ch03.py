@@ -16,3 +16,9 @@ def test_the_count_does_not_depend_on_the_size_on_the_meta_device():
         x = torch.empty(1, n, 8, device="meta")
         return dispatched_ops(lambda: ac.attend(x, x, x, need_weights=True))
     assert ops(4) == ops(4096) and "bmm" in ops(4) and "_softmax" in ops(4)
+
+
+def test_the_reshape_after_a_batched_product_is_not_counted():
+    a, b = torch.randn(2, 3, 4), torch.randn(4, 5)
+    with_reshape = dispatched_ops(lambda: a @ b)  # matmul folds the batch into a 2-D mm, then unfolds
+    assert with_reshape == ["mm"]

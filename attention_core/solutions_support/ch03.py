@@ -13,19 +13,26 @@ from typing import Callable
 from torch.utils._python_dispatch import TorchDispatchMode
 
 
+_RESHAPES = {"_unsafe_view"}
+
+
 class _Recorder(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.names = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if not func.is_view:  # a view gives existing data a new shape: nothing to compute
-            self.names.append(func.overloadpacket.__name__)
+        name = func.overloadpacket.__name__
+        # A view gives existing data a new shape: nothing to compute. _unsafe_view is the same
+        # thing for a freshly computed result (reshape after a product), though not marked a view.
+        if not func.is_view and name not in _RESHAPES:
+            self.names.append(name)
         return func(*args, **(kwargs or {}))
 
 
 def dispatched_ops(fn: Callable, *args) -> list[str]:
-    """The names of the operations that ``fn(*args)`` dispatches, in order, views left out."""
+    """The names of the operations that ``fn(*args)`` dispatches, in order, views and
+    reshapes left out."""
     recorder = _Recorder()
     with recorder:
         fn(*args)
