@@ -7,7 +7,9 @@ Latin words, stemmed. This extension refines that language in three ways:
 
 1. The book's own terms are jieba words. The glossary's Chinese column (book/glossary.md) and
    a few terms that jieba's dictionary lacks (束搜索) are added before indexing, so 位置编码 is
-   indexed as one word as well as 位置 and 编码 (``cut_for_search`` emits both).
+   indexed as one word as well as 位置 and 编码 (``cut_for_search`` emits both). A term inside
+   a longer one is indexed too: ``cut_for_search`` emits only the 2- and 3-character parts of
+   正弦位置编码, so ``split`` adds the book's terms that a word contains (位置编码).
 2. English stems agree between the index and the browser. Sphinx's Chinese language stems with
    Snowball's "english" in Python but ships the older Porter stemmer to JavaScript; the two
    disagree on some words. We stem with Porter on both sides, as Sphinx's English language does.
@@ -27,6 +29,7 @@ from sphinx.search.zh import SearchChinese
 # Terms of the book that jieba's dictionary splits; the glossary adds the rest.
 EXTRA_WORDS = ["束搜索", "贪心搜索", "位置编码", "注意力头", "加性注意力", "缩放点积注意力",
                "点积注意力", "词元", "掩蔽", "核回归", "相对位置", "旋转位置编码"]
+BOOK_WORDS: set[str] = set()  # filled at builder-inited: EXTRA_WORDS and the glossary's terms
 HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]{2,}")
 
 JS_SPLITTER = r"""
@@ -70,6 +73,12 @@ class BookSearch(SearchChinese):
         super().init(options)
         self.stemmer = snowballstemmer.stemmer("porter")  # what the browser's Stemmer does
 
+    def split(self, input: str) -> list[str]:
+        words = super().split(input)
+        inside = [term for word in words if len(word) > 3
+                  for term in BOOK_WORDS if term != word and term in word]
+        return words + inside
+
 
 def add_book_words(app):
     try:
@@ -88,6 +97,8 @@ def add_book_words(app):
                 words.update(HAN_RUN.findall(cells[2]))
     for word in sorted(words):
         jieba.add_word(word)
+    BOOK_WORDS.clear()
+    BOOK_WORDS.update(words)
 
 
 def setup(app):
