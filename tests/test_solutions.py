@@ -64,6 +64,11 @@ def number(chapter):
 SOLVED = [c for c in CHAPTERS if solutions_path(c).exists()]
 
 
+def test_every_chapter_has_its_solutions_notebook():
+    missing = [c.name for c in CHAPTERS if not solutions_path(c).exists()]
+    assert not missing, f"chapters without worked solutions (solutions/<chapter's name>): {missing}"
+
+
 def test_the_solutions_part_of_the_toc_lists_each_solutions_notebook_in_chapter_order():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     parts = {p["caption"]: [c["file"] for c in p["chapters"]] for p in toc["parts"]}
