@@ -215,3 +215,34 @@ def test_slider_values_named_in_both_languages_and_frames_at_twice_the_pixels():
     assert (width // PIXEL_RATIO, height // PIXEL_RATIO) == tuple(map(int, shown.groups()))
     with pytest.raises(ValueError, match="labels_zh of slider 'goal' needs one name per value"):
         Slider(["none", "read"], "goal", "目标", fmt="{}", labels_zh=["无"])
+
+
+def test_frames_are_palette_pngs_a_fraction_of_the_size_with_the_same_picture():
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from attention_core.book.widgets import palette_png, render_png
+
+    def draw(fig):
+        ax = fig.subplots()
+        ax.plot([0, 1, 2], [0, 1, 0], label="line")
+        ax.imshow(np.linspace(0, 1, 64).reshape(8, 8), extent=(0, 2, 0, 1), alpha=0.5)
+        ax.legend()
+
+    frame = render_png(draw, [], (4, 3))
+    image = Image.open(io.BytesIO(frame))
+    assert image.mode == "P"                                         # a palette, not RGBA
+    fig = plt.figure(figsize=(4, 3))
+    draw(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=160, bbox_inches="tight")
+    plt.close(fig)
+    rgba = buf.getvalue()
+    assert len(palette_png(rgba)) < len(rgba) / 2
+    original = np.asarray(Image.open(io.BytesIO(rgba)).convert("RGB"), dtype=float)
+    quantized = np.asarray(image.convert("RGB"), dtype=float)
+    assert original.shape == quantized.shape
+    assert np.abs(original - quantized).mean() < 2                   # on a 0-255 scale
+    assert (quantized[0, 0] == 255).all()                            # the background stays white

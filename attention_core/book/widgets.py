@@ -86,7 +86,24 @@ def render_png(draw: Callable, values: Sequence, figsize) -> bytes:
         fig.savefig(buf, format="png", dpi=FRAME_DPI * PIXEL_RATIO, bbox_inches="tight")
     finally:
         plt.close(fig)
-    return buf.getvalue()
+    return palette_png(buf.getvalue())
+
+
+def palette_png(png: bytes, colors: int = 256) -> bytes:
+    """The same picture with a palette of at most ``colors`` colours: a figure of lines, text
+    and a colormap needs no more, and every precomputed frame then weighs about a quarter."""
+    from PIL import Image  # matplotlib's own image library
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")  # matplotlib's frames are opaque
+    quantized = image.quantize(colors=colors, method=Image.Quantize.FASTOCTREE)
+    palette = quantized.getpalette()[:3 * colors]
+    # the octree averages each bin; put the background's entry back to the exact white
+    white = min(range(len(palette) // 3), key=lambda i: sum(255 - c for c in palette[3 * i:3 * i + 3]))
+    palette[3 * white:3 * white + 3] = [255, 255, 255]
+    quantized.putpalette(palette)
+    out = io.BytesIO()
+    quantized.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def png_size(png: bytes) -> tuple[int, int]:
