@@ -56,9 +56,7 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
     weights[b, i, j] belongs to key positions[b, i, j] and is 0 outside the window, outside
     the sequence and where the mask forbids it.
     """
-    if gaussian and window == 0:
-        raise ValueError("window (D) must be at least 1 with gaussian=True: the Gaussian has "
-                         "sigma = D / 2, got window=0")
+    _check_window(window, "p" if gaussian else "m")  # a Gaussian needs D >= 1
     n_k = keys.shape[1]
     positions, usable = window_positions(centers, window)
     usable &= (positions >= 0) & (positions < n_k)

@@ -80,7 +80,7 @@ def test_local_p_rejects_a_zero_window_whose_gaussian_would_have_no_width():
     with pytest.raises(ValueError, match="window.*mode 'p'.*sigma"):
         LocalAttention(window=0, mode="p", query_size=4)
     x = torch.randn(1, 3, 4)
-    with pytest.raises(ValueError, match="window.*gaussian=True"):
+    with pytest.raises(ValueError, match="window.*mode 'p'.*sigma"):
         local_attention(x, x, x, torch.zeros(1, 3), 0, gaussian=True)
     local = LocalAttention(window=0, mode="m")  # local-m has no Gaussian: a window of one key
     out = local(x, x, x)
