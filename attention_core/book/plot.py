@@ -440,7 +440,7 @@ def draw_seq2seq_diagram(ax, B="B", n_src="n_src", e="e", d="d", vocab="V", L="L
     box(dec, 0.07, w, 0.09, ["previous token · 上一个词元", "$y_{t-1}$"], "#f2f2f2")
     box(dec, 0.22, w, 0.05, ["embedding · 嵌入"], "#fde9c9")
     ax.add_patch(Circle((dec, 0.40), 0.02, facecolor="white", edgecolor=ink, linewidth=1))
-    ax.text(dec, 0.40, "+", ha="center", va="center", fontsize=9)
+    ax.text(dec, 0.40, "‖", ha="center", va="center", fontsize=9)  # concatenation, not a sum
     text(dec + 0.03, 0.40, ["concatenate", "拼接"])
     box(dec, 0.645, w, 0.09, ["GRU decoder · GRU 解码器", "$s_{t-1} \\to s_t$"], "#e3f1dc")
     box(dec, 0.835, w, 0.07, ["linear → vocabulary", "线性层 → 词表"], "#fde9c9")
