@@ -51,7 +51,7 @@ class AddNorm(nn.Module):
 
     post-norm (Vaswani et al.): forward(X, Y) = LayerNorm(X + dropout(Y)), Y = Sublayer(X).
     pre-norm: X + dropout(Sublayer(LayerNorm(X))); the blocks write it with this module's
-    ``ln`` and ``dropout``.
+    ``ln`` and ``dropout``, and ``residual(X, sublayer)`` applies either placement.
     LayerNorm normalizes the d features of each position on their own, not each feature
     over the batch as BatchNorm does: a position's output depends neither on the other
     sentences of the batch nor on how much padding they carry.
@@ -66,6 +66,12 @@ class AddNorm(nn.Module):
 
     def forward(self, X, Y):
         return self.ln(self.dropout(Y) + X)
+
+    def residual(self, X, sublayer):
+        """The residual step around ``sublayer`` in this module's norm placement."""
+        if self.norm_first:
+            return X + self.dropout(sublayer(self.ln(X)))
+        return self(X, sublayer(X))
 
 
 class TransformerEncoderBlock(nn.Module):
