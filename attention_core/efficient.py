@@ -146,6 +146,12 @@ def _chunked_backward(queries, keys, values, mask, out, lse, grad_out, *, is_cau
     """
     n_q, n_k = queries.shape[-2], keys.shape[-2]
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    # half-precision inputs: the loop runs in float32 (as FlashAttention's backward does), and
+    # its P = exp(S - L) then meets a float32 L, whatever dtype the forward saved L in
+    dtypes = queries.dtype, keys.dtype, values.dtype
+    work = torch.promote_types(queries.dtype, torch.float32)
+    queries, keys, values, out, lse, grad_out = (
+        t.to(work) for t in (queries, keys, values, out, lse, grad_out))
     delta = (grad_out * out).sum(-1)                                    # D: (..., n_q)
     grad_q = torch.zeros_like(queries)
     grad_k, grad_v = torch.zeros_like(keys), torch.zeros_like(values)
@@ -166,7 +172,7 @@ def _chunked_backward(queries, keys, values, mask, out, lse, grad_out, *, is_cau
             if grad_mask is not None:
                 tile = _tile(grad_mask, slice(q0, q1), slice(k0, k1))
                 tile += ds.sum_to_size(tile.shape)
-    return grad_q, grad_k, grad_v, grad_mask
+    return grad_q.to(dtypes[0]), grad_k.to(dtypes[1]), grad_v.to(dtypes[2]), grad_mask
 
 
 class _ChunkedAttention(torch.autograd.Function):

@@ -137,6 +137,23 @@ def test_gradients_equal_sdpas(interpreter):
         torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("backend", ["triton", "chunked"])
+def test_half_precision_gradients_are_float32_sdpas_rounded(interpreter, backend):
+    """float16 inputs: the backward loop runs in float32 (a float16 P met the float32 lse and
+    the products failed on CUDA) and returns float16 gradients, those of float32 SDPA on the
+    same rounded inputs to within float16's precision."""
+    q, k, v = (t.half() for t in qkv(2, 4, 2, 33, 40, 16))
+    mask = padding(2, 33, 40, [31, 12])
+    grad = torch.randn(2, 4, 33, 16).half()
+    half = [t.clone().requires_grad_() for t in (q, k, v)]
+    got = torch.autograd.grad(ac.attend(*half, mask, is_causal=True, backend=backend)[0], half, grad)
+    exact = [t.float().requires_grad_() for t in (q, k, v)]
+    expected = torch.autograd.grad(reference(*exact, mask, is_causal=True), exact, grad.float())
+    for g, e in zip(got, expected):
+        assert g.dtype == torch.float16
+        torch.testing.assert_close(g.float(), e, atol=5e-3, rtol=5e-3)
+
+
 def test_gradient_of_a_float_mask_equals_sdpas(interpreter):
     q, k, v = qkv(2, None, None, 19, 23, 16, requires_grad=True)
     mask = torch.randn(19, 23, requires_grad=True)
