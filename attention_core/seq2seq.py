@@ -93,6 +93,7 @@ class PlainDecoder(nn.Module):
 
     def init_state(self, enc_outputs, src_valid_lens):
         _, enc_state = enc_outputs  # (layers, B, d)
+        enc_state = enc_state.contiguous()  # CUDA's GRU refuses a strided view as its state
         return PlainState(hidden=enc_state, context=enc_state[-1])  # c: the top layer's state
 
     def forward(self, tokens, state: PlainState):
@@ -130,8 +131,8 @@ class AttentionDecoder(nn.Module):
     def init_state(self, enc_outputs, src_valid_lens):
         outputs, enc_state = enc_outputs
         # the keys are the same at every output step: project them once (W_k o_j)
-        return AttentionState(hidden=enc_state, enc_outputs=outputs,
-                              projected_keys=self.attention.W_k(outputs),
+        return AttentionState(hidden=enc_state.contiguous(),  # CUDA's GRU needs it contiguous
+                              enc_outputs=outputs, projected_keys=self.attention.W_k(outputs),
                               valid_lens=src_valid_lens)
 
     def forward(self, tokens, state: AttentionState):

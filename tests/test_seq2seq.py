@@ -57,6 +57,23 @@ def test_decoder_shapes_and_padding_invariance(tiny, kind, decoder):
     torch.testing.assert_close(model(padded, tgt, src_lens), logits, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("decoder", [PlainDecoder, AttentionDecoder])
+def test_a_strided_initial_state_is_made_contiguous(decoder, device):
+    """CUDA's GRU refuses a state that is a strided view (here the last encoder output,
+    sliced), where the CPU's accepts it: init_state hands the GRU a contiguous copy, so the
+    same call works on both and gives the same logits as a contiguous state."""
+    torch.manual_seed(0)
+    dec = decoder(9, 4, 8).to(device)
+    outputs = torch.randn(2, 5, 8, device=device)
+    strided = outputs[:, -1][None]                                   # (1, B, d), not contiguous
+    assert not strided.is_contiguous()
+    state = dec.init_state((outputs, strided), torch.tensor([5, 3], device=device))
+    assert state.hidden.is_contiguous()
+    tokens = torch.tensor([[1, 2, 3], [3, 2, 1]], device=device)
+    contiguous = dec.init_state((outputs, strided.contiguous()), torch.tensor([5, 3], device=device))
+    torch.testing.assert_close(dec(tokens, state)[0], dec(tokens, contiguous)[0], rtol=0, atol=0)
+
+
 def test_step_by_step_decoding_equals_teacher_forcing(tiny):
     """Feeding the target one token at a time through the state gives the same logits."""
     train, data = tiny

@@ -75,8 +75,8 @@ class VariantDecoder(AttentionDecoder):
     def init_state(self, enc_outputs, src_valid_lens):
         outputs, enc_state = enc_outputs
         keys = outputs if self.score == "dot" else self.attention.W_k(outputs)  # nothing to project
-        return AttentionState(hidden=enc_state, enc_outputs=outputs, projected_keys=keys,
-                              valid_lens=src_valid_lens)
+        return AttentionState(hidden=enc_state.contiguous(), enc_outputs=outputs,
+                              projected_keys=keys, valid_lens=src_valid_lens)
 
     def forward(self, tokens, state: AttentionState):
         hidden, memory = state.hidden, state.enc_outputs
