@@ -218,6 +218,17 @@ def prose_samples() -> list[tuple[str, str, str]]:
 
 
 @needs_pdfs
+def test_the_playground_prints_as_a_note_not_as_an_empty_figure():
+    """Chapter 3's attention playground computes in the page; on paper a note says where it is."""
+    from attention_core.book.pdf import TEXT
+
+    for lang in PDF:
+        letters = (lambda s: "".join(CJK.findall(s))) if lang == "zh" else \
+            (lambda s: re.sub(r"[^A-Za-z]+", "", s))  # line-end hyphens and breaks drop out
+        assert letters(TEXT[lang]["playground"]) in letters(text(lang)), lang
+
+
+@needs_pdfs
 def test_each_pdf_holds_its_language_of_every_bilingual_block():
     # letters only (English) and Chinese characters only: inline math, which the text layer
     # may give out of order, drops out

@@ -744,3 +744,34 @@ def test_chapters_link_each_exercise_to_its_solution():
         assert len(hrefs) == 2 * len(set(hrefs)), f"{page_path}: not one link per exercise per language"
         linked += len(set(hrefs))
     assert linked >= 5 * len(solved), f"only {linked} exercises link to a solution"
+
+
+def test_chapter_3_playground_computes_on_the_page(browser):
+    """The attention playground runs from the page itself: dragging the query changes what it
+    shows, to PyTorch's numbers for the new position, and in 中文 mode it speaks Chinese."""
+    from attention_core.book.playground import additive_score, playground_attention
+
+    v = Visit(browser, "chapters/03_attention_scoring.html", locale="zh-CN")
+    figure = v.page.locator(".ac-playground")
+    assert figure.count() == 1
+    figure.scroll_into_view_if_needed()
+    pg = f"window.acPlaygrounds['{figure.get_attribute('id')}']"
+    before = v.page.evaluate(f"() => {pg}.shown()")
+    box = figure.locator("[data-point=q]").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    v.page.mouse.move(x, y)
+    v.page.mouse.down()
+    v.page.mouse.move(x + 60, y - 30, steps=4)
+    v.page.mouse.up()
+    state, shown = v.page.evaluate(f"() => [{pg}.state(), {pg}.shown()]")
+    assert shown["weights"] != before["weights"]
+    _, weights, output = playground_attention(
+        state["query"], state["keys"], state["values"], score=state["score"], beta=state["beta"],
+        valid_len=state["valid"], additive=additive_score(0))
+    assert max(abs(a - b) for a, b in zip(shown["weights"], weights.tolist())) < 1e-12
+    assert abs(shown["output"] - output.item()) < 1e-12
+    assert figure.locator("select option").first.text_content() == "点积"
+    assert figure.locator("th .lang-zh").first.is_visible()
+    assert not figure.locator("th .lang-en").first.is_visible()
+    assert v.outside == [] and v.errors == []
+    v.context.close()

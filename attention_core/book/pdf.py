@@ -50,6 +50,9 @@ TEXT = {
         "folded": "Code folded:",
         "folded_tail": "(in the notebook and on the site).",
         "interactive": "Interactive on the site: this is the figure's default frame.",
+        "playground": "An attention playground is here on the site and in the notebook: it "
+                      "computes as the reader drags the query and the keys, so paper cannot "
+                      "show it.",
     },
     "zh": {
         "title": "注意力机制",
@@ -61,6 +64,7 @@ TEXT = {
         "folded": "代码已折叠：",
         "folded_tail": "（见笔记本与网站）",
         "interactive": "网站上可交互操作：此处为该图的默认画面。",
+        "playground": "网站和笔记本中此处有一个注意力交互演示：它随读者拖动查询和键实时计算，纸面无法呈现。",
     },
 }
 CJK_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -223,6 +227,10 @@ def page_article(html_file: Path, doc: str, lang: str, pages: dict[str, str],
     for note in article.select(".ac-slider-note"):
         note.clear()
         note.append(TEXT[lang]["interactive"])
+    for playground in article.select(".ac-playground"):  # computed live: nothing to print
+        note = soup.new_tag("p", attrs={"class": "ac-slider-note"})
+        note.append(TEXT[lang]["playground"])
+        playground.replace_with(note)
     # Printed output up to 30% wider than the block (a table, as a rule) is set smaller, so that
     # its columns stay aligned; code, and wider output, wrap.
     for pre in article.select("pre"):
