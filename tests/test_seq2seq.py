@@ -70,7 +70,8 @@ def test_a_strided_initial_state_is_made_contiguous(decoder, device):
     state = dec.init_state((outputs, strided), torch.tensor([5, 3], device=device))
     assert state.hidden.is_contiguous()
     tokens = torch.tensor([[1, 2, 3], [3, 2, 1]], device=device)
-    contiguous = dec.init_state((outputs, strided.contiguous()), torch.tensor([5, 3], device=device))
+    contiguous = dec.init_state((outputs, strided.contiguous()),
+                                torch.tensor([5, 3], device=device))
     torch.testing.assert_close(dec(tokens, state)[0], dec(tokens, contiguous)[0], rtol=0, atol=0)
 
 

@@ -74,15 +74,14 @@ function acPlayground(uid) {
     shown = compute(state);
     var q = state.query;
     state.keys.forEach(function (k, i) {
-      var w = shown.weights[i], used = i < state.valid, el = keys[i];
+      var w = shown.weights[i], used = i < state.valid, el = keys[i], r = 6 + 18 * Math.sqrt(w);
       el.circle.setAttribute("cx", px(k[0]));
       el.circle.setAttribute("cy", py(k[1]));
-      el.circle.setAttribute("r", (6 + 18 * Math.sqrt(w)).toFixed(2));
+      el.circle.setAttribute("r", r.toFixed(2));
       el.circle.setAttribute("fill", used ? "rgba(31,119,180," + (0.15 + 0.7 * w).toFixed(3) + ")" : "none");
       el.circle.setAttribute("stroke-dasharray", used ? "" : "3 3");
-      var r = 6 + 18 * Math.sqrt(w);  // the label sits outside the disc
       el.label.setAttribute("x", px(k[0]) + 0.75 * r + 2);
-      el.label.setAttribute("y", py(k[1]) - 0.75 * r - 2);
+      el.label.setAttribute("y", py(k[1]) - 0.75 * r - 2);  // the label sits outside the disc
       el.label.textContent = "k" + (i + 1) + " v=" + state.values[i];
       el.group.setAttribute("opacity", used ? 1 : 0.5);
       var link = links[i];

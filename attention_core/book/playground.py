@@ -15,15 +15,15 @@ the two on random configurations.
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 from importlib import resources
 
+import numpy as np
 import torch
 
 from ..masking import masked_softmax
 from ..scoring import AdditiveScore, CosineScore, DotScore, ScaledDotScore
-from .widgets import SliderFigure, render_png
+from .widgets import SliderFigure, bilingual_html, render_png
 
 PLAYGROUND_JS = resources.files(__package__).joinpath("playground.js").read_text(encoding="utf-8")
 # the scores a reader can pick: (English name, Chinese name)
@@ -89,13 +89,6 @@ def _check_playground(query, keys, values, score, beta, valid_len):
     return query, keys, values
 
 
-def _bilingual(en: str, zh: str) -> str:
-    e = html.escape
-    return (f'<span class="lang-en" lang="en">{e(en)}</span>'
-            f'<span class="lang-sep" aria-hidden="true"> · </span>'
-            f'<span class="lang-zh" lang="zh-Hans">{e(zh)}</span>')
-
-
 def static_playground_html(keys, values, query, name: str, score: str = "dot",
                            beta: float = 1.0, seed: int = 0) -> str:
     """The kernel-free face: an SVG plane with draggable points, controls and a table, computed
@@ -113,21 +106,21 @@ def static_playground_html(keys, values, query, name: str, score: str = "dot",
                       '</option>' for k, (en, zh) in SCORES.items())
     n = len(data["keys"])
     row, cell = 'style="display:block;margin:0.25em 0"', 'style="padding:0.1em 0.5em 0.1em 0"'
-    heads = "".join(f"<th {cell}>{_bilingual(en, zh)}</th>" for en, zh in
+    heads = "".join(f"<th {cell}>{bilingual_html(en, zh)}</th>" for en, zh in
                     [("key", "键"), ("value", "值"), ("score", "分数"), ("weight", "权重")])
     return f"""<div class="ac-playground" id="{uid}" style="display:flex;flex-wrap:wrap;gap:0.5em 1.5em;align-items:flex-start">
 <svg class="ac-playground-plane" style="flex:0 1 320px;width:100%;max-width:320px;touch-action:none" role="img" aria-label="keys and a query on a plane · 平面上的键和查询"></svg>
 <div style="flex:1 1 260px;min-width:0">
 <div class="ac-playground-controls">
-<label {row}>{_bilingual("score", "评分函数")} <select data-control="score">{options}</select></label>
-<label {row}>{_bilingual("sharpness β", "锐度 β")} <input data-control="beta" type="range" min="0" max="{len(BETAS) - 1}" step="1" value="{BETAS.index(beta)}" style="width:8em;vertical-align:middle"> <output data-show="beta">{beta:g}</output></label>
-<label {row}>{_bilingual("unmasked keys (the first n)", "未被掩蔽的键（前 n 个）")} <input data-control="valid" type="range" min="1" max="{n}" step="1" value="{n}" style="width:8em;vertical-align:middle"> <output data-show="valid">{n}</output></label>
+<label {row}>{bilingual_html("score", "评分函数")} <select data-control="score">{options}</select></label>
+<label {row}>{bilingual_html("sharpness β", "锐度 β")} <input data-control="beta" type="range" min="0" max="{len(BETAS) - 1}" step="1" value="{BETAS.index(beta)}" style="width:8em;vertical-align:middle"> <output data-show="beta">{beta:g}</output></label>
+<label {row}>{bilingual_html("unmasked keys (the first n)", "未被掩蔽的键（前 n 个）")} <input data-control="valid" type="range" min="1" max="{n}" step="1" value="{n}" style="width:8em;vertical-align:middle"> <output data-show="valid">{n}</output></label>
 </div>
-<p style="margin:0.25em 0">{_bilingual("query q", "查询 q")} = <output data-show="query"></output> <button type="button" data-control="reset" style="margin-left:1em">{_bilingual("reset", "复原")}</button></p>
+<p style="margin:0.25em 0">{bilingual_html("query q", "查询 q")} = <output data-show="query"></output> <button type="button" data-control="reset" style="margin-left:1em">{bilingual_html("reset", "复原")}</button></p>
 <table class="ac-playground-table" style="font-size:0.85em;margin:0.5em 0"><thead><tr>{heads}</tr></thead><tbody></tbody></table>
-<p class="ac-playground-output">{_bilingual("output Σ α v", "输出 Σ α v")} = <output data-show="output"></output></p>
+<p class="ac-playground-output">{bilingual_html("output Σ α v", "输出 Σ α v")} = <output data-show="output"></output></p>
 </div>
-<p class="ac-slider-note" style="flex-basis:100%;margin:0">{_bilingual("Computed in your browser. Drag the query q (the red diamond) or a key, or focus one and use the arrow keys; a key's disc and its line grow with its weight.", "在浏览器中实时计算。拖动查询 q（红色菱形）或某个键，或选中后用方向键移动；键的圆盘和连线随其权重变大变粗。")}</p>
+<p class="ac-slider-note" style="flex-basis:100%;margin:0">{bilingual_html("Computed in your browser. Drag the query q (the red diamond) or a key, or focus one and use the arrow keys; a key's disc and its line grow with its weight.", "在浏览器中实时计算。拖动查询 q（红色菱形）或某个键，或选中后用方向键移动；键的圆盘和连线随其权重变大变粗。")}</p>
 <script type="application/json" id="{uid}-data">{json.dumps(data)}</script>
 <script>{PLAYGROUND_JS}acPlayground("{uid}");</script>
 </div>"""
@@ -137,7 +130,7 @@ def draw_playground(fig, keys, values, query, scores, weights, output, valid_len
     """The Jupyter face's figure: the plane (key size = weight) and the weights as bars."""
     ax, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.2], "wspace": 0.4})
     keys, weights, n = keys.numpy(), weights.numpy(), len(keys)  # matplotlib takes arrays
-    used = torch.arange(n).numpy() < valid_len
+    used = np.arange(n) < valid_len
     ax.scatter(keys[used, 0], keys[used, 1], s=40 + 900 * weights[used], color="C0", alpha=0.7)
     ax.scatter(keys[~used, 0], keys[~used, 1], s=40, facecolors="none", edgecolors="0.6",
                linestyle="--")

@@ -67,10 +67,15 @@ class Slider:
         """Value i's name as the page shows it: one span per language where they differ."""
         if self.labels_zh is None:
             return html.escape(self.labels[i])
-        # the separator shows only in the site's both-languages mode (book.css)
-        return (f'<span class="lang-en" lang="en">{html.escape(self.labels[i])}</span>'
-                f'<span class="lang-sep" aria-hidden="true"> · </span>'
-                f'<span class="lang-zh" lang="zh-Hans">{html.escape(self.labels_zh[i])}</span>')
+        return bilingual_html(self.labels[i], self.labels_zh[i])
+
+
+def bilingual_html(en: str, zh: str) -> str:
+    """Plain text in both languages, as spans the site's language switch shows or hides; the
+    separator shows only in the both-languages mode (book.css)."""
+    return (f'<span class="lang-en" lang="en">{html.escape(en)}</span>'
+            f'<span class="lang-sep" aria-hidden="true"> · </span>'
+            f'<span class="lang-zh" lang="zh-Hans">{html.escape(zh)}</span>')
 
 
 FRAME_DPI = 80  # the size a frame is shown at: 80 pixels per inch of figsize
