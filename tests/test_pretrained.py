@@ -59,3 +59,25 @@ def test_write_then_load_gives_the_same_model(tmp_path, monkeypatch, corpus):
     for name, tensor in again.state_dict().items():
         assert torch.equal(model.state_dict()[name], tensor), name
     assert len(losses) == 1
+
+
+def test_the_shipped_transformer_translates_as_chapter_8_says(corpus):
+    data, _, _, test = corpus
+    model, losses, seconds = pretrained.load_model("transformer", data)
+    predictions = translate(model, data, test)
+    # chapter 8's band for its Transformer: test exact match >= 95% (98.3-98.7% measured)
+    assert exact_match(predictions, [p.target for p in test]) >= 0.95
+    assert len(losses) == 10 and losses[-1] < 0.01 and losses[0] > losses[-1]
+    assert seconds > 0
+
+
+def test_the_transformer_recipe_is_chapter_8s_call():
+    _, model_args, train_args = pretrained.RECIPES["transformer"]
+    assert model_args == dict(kind="transformer", num_hiddens=64, ffn_num_hiddens=128,
+                              num_heads=4, num_blks=2)
+    assert train_args == dict(epochs=10, batch_size=128, lr=0.005, warmup=150)
+    chapter = pretrained.Path(__file__).parents[1] / "chapters" / "08_transformer.ipynb"
+    text = chapter.read_text(encoding="utf-8")
+    assert "num_hiddens=64" in text and "ffn_num_hiddens=128, num_heads=4, num_blks=2" in text
+    assert "EPOCHS, BATCH, WARMUP = 10, 128, 150" in text
+    assert "lr=0.005, schedule=warmup_linear_decay(WARMUP)" in text

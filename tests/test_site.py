@@ -777,3 +777,37 @@ def test_chapter_3_playground_computes_on_the_page(browser):
     assert not figure.locator("th .lang-en").first.is_visible()
     assert v.outside == [] and v.errors == []
     v.context.close()
+
+
+@pytest.mark.parametrize("chapter, model", [("04_seq2seq_attention", "bahdanau"),
+                                           ("08_transformer", "transformer")])
+def test_the_translators_run_the_shipped_models_on_the_page(browser, chapter, model):
+    """Chapters 4 and 8 load their shipped weights from the site's _static only when asked,
+    then decode a typed sentence to PyTorch's tokens; in 中文 mode they speak Chinese."""
+    from attention_core.book.translator import translate_sentence
+    from attention_core.worlds.pretrained import chapter4_corpus, load_model
+
+    v = Visit(browser, f"chapters/{chapter}.html", locale="zh-CN")
+    requested = []
+    v.page.on("request", lambda r: requested.append(r.url))
+    figure = v.page.locator(".ac-translator")
+    assert figure.count() == 1
+    assert (HTML / "_static" / "ac-models" / f"{model}.js").exists()
+    figure.scroll_into_view_if_needed()
+    assert not any("ac-models" in url for url in requested)  # not before the reader asks
+    figure.locator('[data-control="load"]').click()
+    box = figure.locator('[data-control="source"]')
+    v.page.wait_for_function("() => document.querySelector('.ac-translator-output').textContent")
+    box.fill("august 22nd , 2012 ; three hundred and three thousand and three")
+    data, _, _, _ = chapter4_corpus()
+    shipped, _, _ = load_model(model, data)
+    expected = translate_sentence(shipped, data, box.input_value())
+    assert figure.locator(".ac-translator-output").inner_text() == "".join(expected.output)
+    drawn = figure.locator(".ac-translator-heatmap tr" if model == "bahdanau"
+                           else ".ac-translator-heatmap svg line")
+    assert drawn.count() >= len(expected.weights)
+    assert figure.locator(".ac-translator-status .lang-zh").is_visible()
+    assert not figure.locator(".ac-translator-status .lang-en").is_visible()
+    assert sum(f"ac-models/{model}.js" in url for url in requested) == 1
+    assert v.outside == [] and v.errors == []
+    v.context.close()

@@ -53,6 +53,9 @@ TEXT = {
         "playground": "An attention playground is here on the site and in the notebook: it "
                       "computes as the reader drags the query and the keys, so paper cannot "
                       "show it.",
+        "translator": "On the site and in the notebook a text box is here: the reader types an "
+                      "English number or date and this chapter's model translates it, with its "
+                      "attention, as they type.",
     },
     "zh": {
         "title": "注意力机制",
@@ -65,6 +68,7 @@ TEXT = {
         "folded_tail": "（见笔记本与网站）",
         "interactive": "网站上可交互操作：此处为该图的默认画面。",
         "playground": "网站和笔记本中此处有一个注意力交互演示：它随读者拖动查询和键实时计算，纸面无法呈现。",
+        "translator": "网站和笔记本中此处有一个输入框：读者输入英文数字或日期，本章的模型随即翻译，并画出其注意力。",
     },
 }
 CJK_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -227,10 +231,11 @@ def page_article(html_file: Path, doc: str, lang: str, pages: dict[str, str],
     for note in article.select(".ac-slider-note"):
         note.clear()
         note.append(TEXT[lang]["interactive"])
-    for playground in article.select(".ac-playground"):  # computed live: nothing to print
-        note = soup.new_tag("p", attrs={"class": "ac-slider-note"})
-        note.append(TEXT[lang]["playground"])
-        playground.replace_with(note)
+    for kind in ("playground", "translator"):  # computed live: nothing to print
+        for live in article.select(f".ac-{kind}"):
+            note = soup.new_tag("p", attrs={"class": "ac-slider-note"})
+            note.append(TEXT[lang][kind])
+            live.replace_with(note)
     # Printed output up to 30% wider than the block (a table, as a rule) is set smaller, so that
     # its columns stay aligned; code, and wider output, wrap.
     for pre in article.select("pre"):
