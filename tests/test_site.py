@@ -779,6 +779,20 @@ def test_chapter_3_playground_computes_on_the_page(browser):
     v.context.close()
 
 
+@pytest.mark.parametrize("page_path", ["chapters/01_attention_cues.html",
+                                       "chapters/03_attention_scoring.html",
+                                       "chapters/04_seq2seq_attention.html"])
+def test_one_separator_between_the_languages(browser, page_path):
+    """In the both-languages mode a label reads "English source · 英文源句", never with two dots
+    (the slider pages' separator was once added where the markup had its own)."""
+    v = Visit(browser, page_path)
+    v.page.click(".lang-switch button[value=both]")
+    text = v.page.locator("article").inner_text()
+    assert "· ·" not in text, text[max(0, text.index("· ·") - 60):text.index("· ·") + 60]
+    assert " · " in text
+    v.context.close()
+
+
 @pytest.mark.parametrize("chapter, model", [("04_seq2seq_attention", "bahdanau"),
                                            ("08_transformer", "transformer")])
 def test_the_translators_run_the_shipped_models_on_the_page(browser, chapter, model):

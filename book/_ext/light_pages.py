@@ -75,6 +75,7 @@ def externalise_frames(app, pagename, templatename, context, doctree):
 
 
 SEPARATE = '</span><span class="lang-zh" lang="zh-Hans">'
+UNSEPARATED = re.compile(r'(?<!> · )' + re.escape(SEPARATE))  # no lang-sep span just before
 
 
 def separate_languages(app, pagename, templatename, context, doctree):
@@ -83,9 +84,10 @@ def separate_languages(app, pagename, templatename, context, doctree):
     that mode (book.css) gives "bandwidth σ · 带宽 σ"."""
     body = context.get("body")
     if app.builder.format == "html" and body and "ac-slider-figure" in body:
-        context["body"] = body.replace(
-            SEPARATE, '</span><span class="lang-sep" aria-hidden="true"> · </span>'
-            '<span class="lang-zh" lang="zh-Hans">')
+        # not where the markup has its separator already (widgets.bilingual_html)
+        context["body"] = UNSEPARATED.sub(
+            '</span><span class="lang-sep" aria-hidden="true"> · </span>'
+            '<span class="lang-zh" lang="zh-Hans">', body)
 
 
 def lazy_images(app, pagename, templatename, context, doctree):
