@@ -176,6 +176,9 @@ def _drawn(page):
 def test_the_model_loads_only_when_the_reader_asks(page):
     assert not any("ac-models" in url for url in page.loaded)  # the page alone: no model yet
     assert page.locator(".ac-translator-output").inner_text() == ""
+    page.locator('[data-control="source"]').fill(EXAMPLES[0] + " ")  # typing alone loads nothing
+    assert "Press the button above, or Enter" in page.locator(".ac-translator-status").inner_text()
+    assert not any("ac-models" in url for url in page.loaded)
     page.locator('[data-control="load"]').click()
     page.wait_for_function("() => document.querySelector('.ac-translator-output').textContent")
     assert sum("ac-models" in url for url in page.loaded) == 1
@@ -230,6 +233,9 @@ def test_typing_translates_and_unknown_words_are_named(page):
     assert "Type an English number or date" in page.locator(".ac-translator-status").inner_text()
     box.fill("one " * (MAX_SOURCE + 1))
     assert f"At most {MAX_SOURCE} tokens" in page.locator(".ac-translator-status").inner_text()
+    box.fill("one ; two ; three ; four ; five")  # five items: more than training ever had
+    assert "trained on one to four items; with 5 it may drop or repeat some" in \
+        page.locator(".ac-translator-status").inner_text()
     page.locator("[data-example='1']").click()
     assert box.input_value() == EXAMPLES[1]
     assert page.locator(".ac-translator-output").inner_text() == "四十一万二千"
@@ -251,6 +257,9 @@ def test_the_head_view_shows_the_chosen_layer_and_head(page):
     assert page.locator('select[data-control="head"]').input_value() == "3"  # kept across layers
     page.locator('select[data-control="layer"]').select_option(value="2")
     page.locator('select[data-control="head"]').select_option(value="all")
+    for mode, text in (("en", "all"), ("zh", "全部"), ("both", "all · 全部")):  # the site's modes
+        page.evaluate(f"document.documentElement.setAttribute('data-book-lang', '{mode}')")
+        assert page.locator('option[value="all"]').text_content() == text
 
 
 @browser_only

@@ -210,8 +210,14 @@ function acTranslator(uid) {
     }
     root.querySelector(".ac-translator-help").style.fontWeight = "";
     output.textContent = result.output.join("");
-    say("Greedy decoding, " + result.weights.length + " steps, " + ms.toFixed(1) + " ms in this page.",
-        "贪心解码，" + result.weights.length + " 步，在本页用时 " + ms.toFixed(1) + " 毫秒。");
+    var items = result.source.filter(function (t) { return t === ";"; }).length + 1;
+    var ended = result.weights.length > result.output.length;  // the last step chose <eos>
+    say("Greedy decoding, " + result.weights.length + " steps, " + ms.toFixed(1) + " ms in this page." +
+        (ended ? "" : " It stopped at the limit of " + model.maxLen + " tokens without <eos>.") +
+        (items > 4 ? " The model was trained on one to four items; with " + items + " it may drop or repeat some." : ""),
+        "贪心解码，" + result.weights.length + " 步，在本页用时 " + ms.toFixed(1) + " 毫秒。" +
+        (ended ? "" : "它在 " + model.maxLen + " 个词元的上限处停下，没有生成 <eos>。") +
+        (items > 4 ? "模型只在一到四项的句子上训练过；这里有 " + items + " 项，它可能漏掉或重复其中一些。" : ""));
     if (model.name === "transformer") headView(result); else alignmentTable(result);
   }
   function alignmentTable(result) {  // chapter 4's heatmap: rows output tokens, columns source
@@ -221,7 +227,8 @@ function acTranslator(uid) {
     result.source.concat(["<eos>"]).forEach(function (t) {
       var th = document.createElement("th");
       th.textContent = t;
-      th.style.cssText = "writing-mode:vertical-rl;transform:rotate(180deg);font-weight:normal;padding:2px 0;text-align:left";
+      th.style.cssText = t.length > 1 ? "writing-mode:vertical-rl;transform:rotate(180deg);font-weight:normal;padding:2px 0;text-align:left"
+                                      : "font-weight:bold;vertical-align:bottom;padding:2px 0";  // "," and ";" upright
       head.appendChild(th);
     });
     result.weights.forEach(function (alpha, i) {
@@ -235,7 +242,19 @@ function acTranslator(uid) {
       });
     });
     heatmap.appendChild(table);
+    var caption = document.createElement("p");
+    caption.style.cssText = "font-size:0.8em;margin:0";
+    caption.innerHTML = '<span class="lang-en" lang="en">rows: output tokens, top to bottom; columns: source tokens; darker = more weight (hover a cell for its value)</span><span class="lang-sep" aria-hidden="true"> · </span><span class="lang-zh" lang="zh-Hans">行：从上到下的输出词元；列：源词元；颜色越深权重越大（鼠标悬停可看数值）</span>';
+    heatmap.appendChild(caption);
   }
+  // a <select> cannot hold the page's language spans: its "all" follows the site's language mode
+  function localiseAll() {
+    var lang = document.documentElement.getAttribute("data-book-lang");
+    root.querySelectorAll('option[value="all"]').forEach(function (o) {
+      o.text = lang === "en" ? "all" : lang === "zh" ? "全部" : "all · 全部";
+    });
+  }
+  new MutationObserver(localiseAll).observe(document.documentElement, {attributes: true, attributeFilter: ["data-book-lang"]});
   var COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
   var view = {layer: null, head: "all"};  // opens on the last layer, where chapter 8's heads align
   function headView(result) {  // chapter 8's head view: lines from the decoder's inputs to the source
@@ -263,12 +282,16 @@ function acTranslator(uid) {
     for (var k = 0; k < model.heads; k++) headOptions.push([k, String(k + 1)]);
     select(both("layer", "层"), layerOptions, "layer");
     select(both("head", "头"), headOptions, "head");
+    localiseAll();
     var legend = document.createElement("span");  // one swatch per head, as in chapter 8's figure
     for (k = 0; k < model.heads; k++) {
-      var swatch = document.createElement("span");
+      var item = document.createElement("span"), swatch = document.createElement("span");
+      item.style.whiteSpace = "nowrap";  // a swatch and its head's number stay together
       swatch.style.cssText = "display:inline-block;width:1.2em;height:0.35em;vertical-align:middle;margin:0 0.2em 0 0.6em;background:" + COLORS[k % COLORS.length] + ";opacity:" + (view.head === "all" || +view.head === k ? 1 : 0.2);
-      legend.appendChild(swatch);
-      legend.appendChild(document.createTextNode(String(k + 1)));
+      item.appendChild(swatch);
+      item.appendChild(document.createTextNode(String(k + 1)));
+      legend.appendChild(item);
+      legend.appendChild(document.createTextNode(" "));
     }
     legend.style.fontSize = "0.85em";
     controls.appendChild(legend);
@@ -337,7 +360,10 @@ function acTranslator(uid) {
   }
 
   loadButton.addEventListener("click", function () { load().catch(function () {}); });
-  input.addEventListener("input", function () { if (model) run(); });
+  input.addEventListener("input", function () {
+    if (model) run();
+    else if (!loading) say("Press the button above, or Enter, to run the model.", "按上面的按钮或回车键运行模型。");
+  });
   input.addEventListener("keydown", function (e) { if (e.key === "Enter") load().catch(function () {}); });
   root.querySelectorAll("[data-example]").forEach(function (b) {
     b.addEventListener("click", function () {

@@ -147,10 +147,10 @@ EXAMPLES = ["the 3rd of may , 1999", "four hundred and twelve thousand",
             "march 14th , 2021 ; seven hundred and five", "nine hundred thousand and one"]
 HELP = ("It knows numbers below a million in words (\u201cfour hundred and twelve thousand\u201d), "
         "dates from 1990 to 2029 (\u201cthe 3rd of may , 1999\u201d or \u201cmay 3rd , 1999\u201d), "
-        "and several of them joined by \u201c;\u201d.",
+        "and up to four of them joined by \u201c;\u201d, as in its training.",
         "它认识用英文单词写的一百万以下的数（four hundred and twelve thousand）、"
         "1990 至 2029 年的日期（the 3rd of may , 1999 或 may 3rd , 1999），"
-        "以及用分号 ; 连起来的几项。")
+        "以及用分号 ; 连起来的至多四项，与它的训练数据一样。")
 
 
 NOTES = {
@@ -163,10 +163,11 @@ NOTES = {
     "transformer": ("Computed in your browser by the Transformer this chapter trains (the weights "
                     "shipped with the book, about 186,000 numbers): encoder blocks, then greedy "
                     "decoding with a KV cache, as in the code above. The head view links each token "
-                    "the decoder read (left) to the source tokens (right); a line's width and "
-                    "opacity grow with the cross-attention weight of the chosen layer and head.",
+                    "the decoder read (left; each row chooses the token after it) to the source "
+                    "tokens (right); a line's width and opacity grow with the cross-attention "
+                    "weight of the chosen layer and head.",
                     "由本章训练的 Transformer 在你的浏览器中计算（本书附带的权重，约 18.6 万个数）：先过编码器块，"
-                    "再用键值缓存贪心解码，与上面的代码相同。头视图把解码器读入的每个词元（左）连到源词元（右）；"
+                    "再用键值缓存贪心解码，与上面的代码相同。头视图把解码器读入的每个词元（左；每一行选出它后面的那个词元）连到源词元（右）；"
                     "连线越粗越深，所选层和头的交叉注意力权重越大。"),
 }
 
