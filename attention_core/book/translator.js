@@ -1,9 +1,10 @@
-/* Translate your own sentence (attention_core.book.translator): chapter 4's Bahdanau model run
-   in the page. The weights (float32, shipped with the book) load from the site itself the
-   first time the reader asks; then every edit is tokenised, encoded by the GRU, and decoded
-   greedily with additive attention, in float64, exactly the steps of seq2seq.py. No kernel, no
-   network beyond the site's own file. window.acTranslators[uid] exposes load() and
-   translate(text) so that a test can compare them with PyTorch. */
+/* Translate your own sentence (attention_core.book.translator): chapter 4's Bahdanau model or
+   chapter 8's Transformer run in the page. The weights (float32, shipped with the book) load
+   from the site itself the first time the reader asks; then every edit is tokenised, encoded
+   and decoded greedily in float64, the steps of seq2seq.py and transformer.py (the Transformer
+   with a KV cache). No kernel, no network beyond the site's own file.
+   window.acTranslators[uid] exposes load() and translate(text) so that a test can compare
+   them with PyTorch. */
 function acTranslator(uid) {
   "use strict";
   var root = document.getElementById(uid);
