@@ -4,7 +4,7 @@ Three layers:
 
 * mechanisms (this package, torch only): masking, pooling, scoring, attention (the core
   ``attend`` and the layers over it), variants (local, hard), positional, multihead,
-  transformer, efficient (long lengths), seq2seq, decoding;
+  transformer, efficient (long lengths), seq2seq, decoding, vision (patches as tokens), captioning (words attending over an image);
 * ``attention_core.worlds``: the toy worlds the chapters train and measure on;
 * ``attention_core.book``: figures, sliders, displayed source and timing for the chapters
   (``pip install -e .[book]``).

@@ -11,7 +11,9 @@ One module per world, holding its data, its training loop and its metric:
 * ``twins``: find the other position with the same symbol, one trained self-attention layer
   (chapter 5);
 * ``fetch``: fetch two items named by two different attributes, which one head cannot do
-  (chapter 7).
+  (chapter 7);
+* ``shapes``: pictures of two coloured shapes with captions, where the objects are and which
+  is left of the other (the groundwork of chapter 10).
 
 Nothing is downloaded: every world is generated from a seed.
 """

@@ -1,0 +1,117 @@
+"""Show, attend and tell (Xu et al., 2015): a caption written word by word, each word attending
+over a grid of image features.
+
+A small CNN turns an image into a g x g grid of feature vectors, which are the keys and values
+(the annotations a_i of the paper), with a learned vector per cell added so that a weighted
+average still says where it came from. The decoder is chapter 4's ``AttentionDecoder``: at each
+step additive attention, queried by the previous state, averages the grid into a context, and
+a GRU reads it with the previous word. Its initial state is tanh(W mean_i a_i), as in the paper.
+
+Training adds the paper's doubly stochastic penalty, lam * sum_i (1 - sum_t alpha_ti)^2 over
+the grid cells i: summed over the caption, each cell's attention should come near one, so that
+over the caption the model looks at every part of the image rather than at one cell each time.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ._checks import check_positive_int, check_rank, check_tensor
+from .decoding import decoder_input, evaluating
+from .seq2seq import AttentionDecoder
+
+
+class GridEncoder(nn.Module):
+    """Three 3x3 convolutions (16, 32, num_hiddens channels), each followed by ReLU and 2x2 max pooling: (B, C, H, W) ->
+    features (B, (H/8)(W/8), num_hiddens) in row-major cell order, plus a learned vector per
+    cell; and the decoder's initial state (1, B, num_hiddens) = tanh(W mean of the features).
+    forward(images, valid_lens=None) -> (features, state); valid_lens is ignored (every cell
+    is there), for the seq2seq encoder signature."""
+
+    def __init__(self, num_hiddens: int, image_size: int = 48, channels: int = 3):
+        super().__init__()
+        check_positive_int(num_hiddens=num_hiddens, image_size=image_size, channels=channels)
+        if image_size % 8:
+            raise ValueError(f"image_size={image_size} must be a multiple of 8 (three 2x2 poolings)")
+        widths = [channels, 16, 32, num_hiddens]
+        self.convs = nn.ModuleList(nn.Conv2d(a, b, 3, padding=1) for a, b in zip(widths, widths[1:]))
+        self.grid = image_size // 8
+        self.cells = nn.Parameter(torch.zeros(self.grid * self.grid, num_hiddens))
+        nn.init.normal_(self.cells, std=0.02)
+        self.init = nn.Linear(num_hiddens, num_hiddens)
+        self.image_size, self.channels = image_size, channels
+
+    def forward(self, images, valid_lens=None):
+        _check_images(images, self.channels, self.image_size)
+        X = images
+        for conv in self.convs:
+            X = F.max_pool2d(F.relu(conv(X)), 2)
+        features = X.flatten(2).transpose(1, 2) + self.cells        # (B, g * g, d)
+        return features, torch.tanh(self.init(features.mean(1)))[None]
+
+
+def _check_images(images, channels: int, image_size: int) -> None:
+    """The door of the grid encoder: (B, C, image_size, image_size) floats."""
+    check_tensor("images", images)
+    check_rank("images", images, 4, "(batch, channels, height, width)")
+    if tuple(images.shape[1:]) != (channels, image_size, image_size):
+        raise ValueError(f"images must be (batch, {channels}, {image_size}, {image_size}) as the "
+                         f"encoder was built, got shape {tuple(images.shape)}")
+
+
+class Captioner(nn.Module):
+    """GridEncoder and chapter 4's AttentionDecoder. forward(images, tokens) -> logits
+    (B, n, vocab) with teacher forcing (tokens: <bos> + caption[:-1]); the decoder keeps
+    ``attention_weights`` (B, n, g * g)."""
+
+    def __init__(self, vocab_size: int, embed_size: int = 32, num_hiddens: int = 64,
+                 image_size: int = 48):
+        super().__init__()
+        self.encoder = GridEncoder(num_hiddens, image_size)
+        self.decoder = AttentionDecoder(vocab_size, embed_size, num_hiddens)
+
+    def forward(self, images, tokens):
+        state = self.decoder.init_state(self.encoder(images), None)
+        return self.decoder(tokens, state)[0]
+
+
+def doubly_stochastic_penalty(weights, valid_lens=None):
+    """sum_i (1 - sum_t alpha_ti)^2 per image, averaged over the batch: weights (B, n, cells);
+    steps at or past ``valid_lens`` (B,) (padding) count for nothing."""
+    if valid_lens is not None:
+        steps = torch.arange(weights.shape[1], device=weights.device)
+        weights = weights * (steps[None, :, None] < valid_lens.to(weights.device)[:, None, None])
+    return ((1 - weights.sum(1)) ** 2).sum(-1).mean()
+
+
+def caption_loss(model: Captioner, images, captions, caption_lens, bos: int, penalty: float = 1.0):
+    """Masked cross-entropy of the teacher-forced caption plus ``penalty`` times the doubly
+    stochastic penalty. captions (B, n) end in <eos>; caption_lens (B,) count it.
+    Returns (loss, cross-entropy alone)."""
+    logits = model(images, decoder_input(captions, bos))
+    steps = torch.arange(captions.shape[1], device=captions.device)
+    real = steps[None] < caption_lens.to(captions.device)[:, None]             # (B, n)
+    ce = (F.cross_entropy(logits.transpose(1, 2), captions, reduction="none") * real).sum() / real.sum()
+    reg = doubly_stochastic_penalty(model.decoder.attention_weights, caption_lens)
+    return ce + penalty * reg, ce.detach()
+
+
+def caption_images(model: Captioner, images, bos: int, eos: int, max_len: int = 20):
+    """Greedy captions: (tokens (B, steps), everything after <eos> set to <eos>; weights
+    (B, steps, cells), each step's attention over the grid)."""
+    check_positive_int(max_len=max_len)
+    with evaluating(model):
+        state = model.decoder.init_state(model.encoder(images), None)
+        token = torch.full((images.shape[0], 1), bos, dtype=torch.long, device=images.device)
+        done = torch.zeros(images.shape[0], dtype=torch.bool, device=images.device)
+        tokens, weights = [], []
+        for _ in range(max_len):
+            logits, state = model.decoder(token, state)
+            token = logits[:, -1:].argmax(-1).masked_fill(done[:, None], eos)
+            tokens.append(token)
+            weights.append(model.decoder.attention_weights)
+            done |= token[:, 0] == eos
+            if bool(done.all()):  # one host read per word, to know when to stop
+                break
+    return torch.cat(tokens, 1), torch.cat(weights, 1)

@@ -1,0 +1,247 @@
+"""The shapes world and the Vision Transformer (issue 25's groundwork for chapter 10)."""
+import pytest
+import torch
+from torch import nn
+
+from attention_core.transformer import keep_attention_weights
+from attention_core.vision import PatchEmbedding, VisionTransformer, patchify
+from attention_core.worlds.shapes import (COLOURS, RELATIONS, SHAPES, cell_shares, left_of,
+                                          make_scenes, render)
+
+
+# ---- the shapes world ------------------------------------------------------------------
+def test_scenes_are_the_same_for_the_same_seed_and_differ_for_another():
+    a, b = (make_scenes(20, torch.Generator().manual_seed(0)) for _ in range(2))
+    c = make_scenes(20, torch.Generator().manual_seed(1))
+    assert torch.equal(a.images, b.images) and a.captions == b.captions
+    assert not torch.equal(a.images, c.images)
+
+
+def test_every_caption_says_what_the_scene_holds():
+    scenes = make_scenes(200, torch.Generator().manual_seed(0))
+    names = list(COLOURS)
+    assert scenes.images.shape == (200, 3, 48, 48) and scenes.masks.shape == (200, 2, 48, 48)
+    for i, words in enumerate(scenes.captions):
+        (r0, c0), (r1, c1) = scenes.centres[i].tolist()
+        relation = " ".join(words[3:-3])
+        assert words[:3] == ["a", names[scenes.colours[i, 0]], SHAPES[scenes.shapes[i, 0]]]
+        assert words[-3:] == ["a", names[scenes.colours[i, 1]], SHAPES[scenes.shapes[i, 1]]]
+        assert scenes.colours[i, 0] < scenes.colours[i, 1]   # the subject: the first colour
+        # the relation is along the axis on which the objects are further apart, by far
+        far_rows = abs(r0 - r1) > abs(c0 - c1)
+        expected = (("above" if r0 < r1 else "below") if far_rows
+                    else ("left of" if c0 < c1 else "right of"))
+        assert relation == expected
+        assert max(abs(r0 - r1), abs(c0 - c1)) >= 1.5 * min(abs(r0 - r1), abs(c0 - c1))
+    assert {" ".join(w[3:-3]) for w in scenes.captions} == set(RELATIONS)
+
+
+def test_objects_do_not_touch_and_each_pixel_has_its_objects_colour():
+    scenes = make_scenes(100, torch.Generator().manual_seed(2))
+    assert not (scenes.masks[:, 0] & scenes.masks[:, 1]).any()
+    palette = torch.tensor(list(COLOURS.values()))
+    for k in range(2):
+        for i in range(len(scenes)):
+            pixels = scenes.images[i].permute(1, 2, 0)[scenes.masks[i, k]]     # (m, 3)
+            assert len(pixels) > 0 and torch.equal(pixels, palette[scenes.colours[i, k]].expand_as(pixels))
+    background = ~(scenes.masks.any(1))                                        # (N, H, W)
+    assert torch.all(scenes.images.permute(0, 2, 3, 1)[background] == 0.96)
+
+
+def test_shapes_have_the_areas_of_their_definitions():
+    centres = torch.tensor([[[20, 20]], [[20, 20]], [[20, 20]]])
+    _, masks = render(torch.zeros(3, 1, dtype=torch.long), torch.arange(3)[:, None], centres,
+                      size=48, radius=6)
+    circle, square, triangle = masks[:, 0].sum((-1, -2)).tolist()
+    # an object centred on a pixel covers the pixels at integer offsets (dy, dx) inside it
+    offsets = range(-6, 7)
+    assert square == 13 * 13
+    assert circle == sum(dy * dy + dx * dx <= 36 for dy in offsets for dx in offsets) == 113
+    assert triangle == sum(2 * abs(dx) <= dy + 6 for dy in offsets for dx in offsets) == 85
+
+
+def test_fixed_colours_and_horizontal_relations_give_the_left_of_question():
+    scenes = make_scenes(300, torch.Generator().manual_seed(3), colours=("red", "blue"),
+                         relations=("left of", "right of"))
+    names = list(COLOURS)
+    assert all(w[1] == "red" and w[-2] == "blue" for w in scenes.captions)
+    assert torch.equal(left_of(scenes), torch.tensor([w[3] == "left" for w in scenes.captions]))
+    assert 0.35 < left_of(scenes).float().mean() < 0.65            # both answers are common
+    assert scenes.colours[:, 0].eq(names.index("red")).all()
+
+
+def test_indexing_keeps_the_scenes_together():
+    scenes = make_scenes(10, torch.Generator().manual_seed(0))
+    part = scenes[[7, 2]]
+    assert part.captions == [scenes.captions[7], scenes.captions[2]]
+    assert torch.equal(part.images[1], scenes.images[2]) and len(scenes[3:6]) == 3
+
+
+def test_cell_shares_sum_to_the_objects_area():
+    scenes = make_scenes(50, torch.Generator().manual_seed(4))
+    shares = cell_shares(scenes.masks, 6)                           # cells of 8 x 8 pixels
+    assert shares.shape == (50, 2, 36)
+    torch.testing.assert_close(shares.sum(-1) * 64, scenes.masks.sum((-1, -2)).float())
+    assert shares.max() <= 1
+    with pytest.raises(ValueError, match="grid=5 must divide the image size 48"):
+        cell_shares(scenes.masks, 5)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"n": 0}, "n must be a positive int"),
+    ({"n": 2, "size": 30, "radius": 6}, "size=30 leaves no room"),
+    ({"n": 2, "colours": ("red", "red")}, "colours must be two different names"),
+    ({"n": 2, "colours": ("red", "purple")}, "colours must be two different names"),
+    ({"n": 2, "relations": ("beside",)}, "relations must be a non-empty subset"),
+])
+def test_bad_scene_requests_name_the_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_scenes(**kwargs)
+
+
+# ---- patches as tokens -----------------------------------------------------------------
+def test_patch_embedding_is_a_strided_convolution():
+    torch.manual_seed(0)
+    embed = PatchEmbedding(16, 8).double()
+    images = torch.rand(3, 3, 48, 48, dtype=torch.float64)
+    tokens = embed(images)
+    conv = embed.as_conv2d()
+    assert isinstance(conv, nn.Conv2d) and conv.stride == (8, 8) and conv.kernel_size == (8, 8)
+    torch.testing.assert_close(conv(images).flatten(2).transpose(1, 2), tokens, rtol=0, atol=1e-12)
+    assert tokens.shape == (3, 36, 16)
+
+
+def test_patchify_orders_patches_row_by_row():
+    images = torch.arange(2 * 4 * 4, dtype=torch.float32).reshape(1, 2, 4, 4)
+    patches = patchify(images, 2)                                    # (1, 4, 2 * 2 * 2)
+    assert torch.equal(patches[0, 1], images[0, :, 0:2, 2:4].flatten())   # row 0, column 1
+    assert torch.equal(patches[0, 2], images[0, :, 2:4, 0:2].flatten())   # row 1, column 0
+
+
+def _vit(**kw):
+    torch.manual_seed(0)
+    return VisionTransformer(48, 8, 32, 64, 4, 2, 2, **kw).eval()
+
+
+def test_vit_shapes_and_its_attention_rows_sum_to_one():
+    model = _vit()
+    keep_attention_weights(model)
+    with torch.no_grad():
+        logits = model(torch.rand(5, 3, 48, 48))
+    assert logits.shape == (5, 2)
+    for w in model.attention_weights:
+        assert w.shape == (5, 4, 37, 37)
+        torch.testing.assert_close(w.sum(-1), torch.ones(5, 4, 37))
+
+
+def test_without_positions_the_vit_cannot_tell_where_a_patch_was():
+    """Self-attention is blind to order (chapter 5): with no positions, shuffling the patches
+    leaves the class token's output unchanged; with learned positions it changes."""
+    images = torch.rand(4, 3, 48, 48, generator=torch.Generator().manual_seed(1))
+    blocks = images.reshape(4, 3, 6, 8, 6, 8)
+    shuffled = blocks.flip(2, 4).reshape(4, 3, 48, 48)   # patch (r, c) -> (5 - r, 5 - c), intact
+    with torch.no_grad():
+        blind, seeing = _vit(positions=False), _vit()
+        seeing.pos_encoding.embedding.weight.normal_(std=1.0)
+        torch.testing.assert_close(blind(shuffled), blind(images), rtol=0, atol=1e-5)
+        assert (seeing(shuffled) - seeing(images)).abs().max() > 1e-3
+    assert torch.equal(patchify(shuffled, 8)[:, 0], patchify(images, 8)[:, 35])   # moved intact
+
+
+def test_vit_runs_on_meta_and_compiles_without_graph_breaks():
+    model = _vit().to("meta")
+    assert model(torch.empty(2, 3, 48, 48, device="meta")).shape == (2, 2)
+    cpu = _vit()
+    images = torch.rand(2, 3, 48, 48)
+    compiled = torch.compile(cpu, fullgraph=True, backend="eager")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(images), cpu(images))
+
+
+@pytest.mark.parametrize("images, message", [
+    (torch.rand(2, 3, 48), "images must be .batch, channels, height, width."),
+    (torch.rand(2, 1, 48, 48), "the layer's channels is 3"),
+    (torch.rand(2, 3, 44, 44), "multiples of patch_size=8"),
+    (torch.rand(2, 3, 40, 40), "the model's image_size is 48"),
+    (torch.randint(2, (2, 3, 48, 48)), "images must have a floating dtype"),
+])
+def test_bad_images_name_the_argument_and_shape(images, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        _vit()(images)
+
+
+def test_bad_vit_sizes_are_refused():
+    with pytest.raises(ValueError, match="patch_size=7 must divide image_size=48"):
+        VisionTransformer(48, 7, 32, 64, 4, 2, 2)
+    with pytest.raises(ValueError, match="num_classes must be a positive int"):
+        VisionTransformer(48, 8, 32, 64, 4, 2, 0)
+
+
+# ---- show, attend and tell -------------------------------------------------------------
+from attention_core.captioning import (Captioner, GridEncoder, caption_images,  # noqa: E402
+                                       caption_loss, doubly_stochastic_penalty)
+
+
+def _captioner():
+    torch.manual_seed(0)
+    return Captioner(12, embed_size=8, num_hiddens=16).eval()
+
+
+def test_the_grid_encoder_gives_one_feature_per_cell_and_a_first_state():
+    features, state = GridEncoder(16)(torch.rand(3, 3, 48, 48))
+    assert features.shape == (3, 36, 16) and state.shape == (1, 3, 16)
+    assert state.abs().max() < 1                                     # tanh
+
+
+def test_each_words_attention_over_the_grid_sums_to_one():
+    model = _captioner()
+    with torch.no_grad():
+        logits = model(torch.rand(2, 3, 48, 48), torch.randint(12, (2, 7)))
+    weights = model.decoder.attention_weights
+    assert logits.shape == (2, 7, 12) and weights.shape == (2, 7, 36)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 7))
+
+
+def test_the_doubly_stochastic_penalty_counts_each_cells_total_over_the_caption():
+    one_cell_each = torch.eye(4)[None]                       # 4 words, each on its own cell
+    assert doubly_stochastic_penalty(one_cell_each) == 0
+    uniform = torch.full((1, 2, 4), 0.25)                   # 2 words spread over 4 cells
+    torch.testing.assert_close(doubly_stochastic_penalty(uniform), torch.tensor(4 * 0.5 ** 2))
+    # padding steps count for nothing: only the first word is real
+    torch.testing.assert_close(doubly_stochastic_penalty(uniform, torch.tensor([1])),
+                               torch.tensor(4 * 0.75 ** 2))
+
+
+def test_caption_loss_adds_the_penalty_and_trains_every_part():
+    model = _captioner().train()
+    captions, lens = torch.randint(4, 12, (3, 6)), torch.tensor([6, 4, 5])
+    images = torch.rand(3, 3, 48, 48)
+    loss, ce = caption_loss(model, images, captions, lens, bos=1, penalty=0.5)
+    reg = doubly_stochastic_penalty(model.decoder.attention_weights, lens)
+    torch.testing.assert_close(loss, ce + 0.5 * reg)
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_greedy_captions_stop_at_eos_and_keep_every_steps_attention():
+    model = _captioner()
+    tokens, weights = caption_images(model, torch.rand(4, 3, 48, 48), bos=1, eos=2, max_len=9)
+    assert tokens.shape[0] == 4 and tokens.shape[1] <= 9
+    assert weights.shape == (4, tokens.shape[1], 36)
+    for row in tokens.tolist():
+        if 2 in row:
+            assert set(row[row.index(2):]) == {2}
+
+
+@pytest.mark.parametrize("images, message", [
+    (torch.rand(2, 3, 40, 40), r"images must be \(batch, 3, 48, 48\)"),
+    (torch.rand(3, 48, 48), r"images must be \(batch, channels, height, width\)"),
+])
+def test_bad_images_for_the_captioner_name_the_shape(images, message):
+    with pytest.raises(ValueError, match=message):
+        _captioner()(images, torch.zeros(images.shape[0], 3, dtype=torch.long))
+
+
+def test_the_grid_encoder_runs_on_meta():
+    features, state = GridEncoder(16).to("meta")(torch.empty(2, 3, 48, 48, device="meta"))
+    assert features.shape == (2, 36, 16) and state.device.type == "meta"
