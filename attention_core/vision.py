@@ -1,4 +1,5 @@
-"""The Vision Transformer (Dosovitskiy et al., 2021): an image as a sequence of patches.
+"""The Vision Transformer (Dosovitskiy et al., 2021): an image as a sequence of patches; and
+attention rollout (Abnar and Zuidema, 2020), which follows its attention through the layers.
 
 An image (B, C, H, W) is cut into (H/P) x (W/P) patches of P x P pixels, each flattened and
 mapped by one linear layer to num_hiddens: the tokens. That map is a convolution with kernel
@@ -106,3 +107,28 @@ class VisionTransformer(nn.Module):
     def attention_weights(self):
         """Each block's (B, h, n, n) weights, after a forward with them kept."""
         return [blk.attention.attention_weights for blk in self.blks]
+
+
+def attention_rollout(weights, residual: float = 0.5):
+    """Attention rollout (Abnar and Zuidema, 2020): how much each token's final state draws on
+    each input token, following the attention through every layer.
+
+    weights: one (B, h, n, n) tensor per layer, first layer first (``attention_weights`` of a
+    model run with them kept). Each layer's heads are averaged and the residual connection is
+    counted as attention to oneself: A = residual * I + (1 - residual) * mean_h W, whose rows
+    still sum to one; the layers compose by matrix product, A_L ... A_1. Returns (B, n, n);
+    row 0 of a ViT's is what the class token reads from each patch.
+    """
+    if not weights:
+        raise ValueError("weights must hold at least one layer's (B, h, n, n) attention")
+    if not 0 <= residual <= 1:
+        raise ValueError(f"residual must be in [0, 1], got {residual}")
+    for i, w in enumerate(weights):
+        check_tensor(f"weights[{i}]", w)
+        check_rank(f"weights[{i}]", w, 4, "(batch, heads, n, n)")
+    n = weights[0].shape[-1]
+    eye = torch.eye(n, dtype=weights[0].dtype, device=weights[0].device)
+    rollout = eye.expand(weights[0].shape[0], n, n)
+    for w in weights:
+        rollout = (residual * eye + (1 - residual) * w.mean(1)) @ rollout
+    return rollout

@@ -245,3 +245,27 @@ def test_bad_images_for_the_captioner_name_the_shape(images, message):
 def test_the_grid_encoder_runs_on_meta():
     features, state = GridEncoder(16).to("meta")(torch.empty(2, 3, 48, 48, device="meta"))
     assert features.shape == (2, 36, 16) and state.device.type == "meta"
+
+
+def test_attention_rollout_composes_the_layers_and_keeps_rows_summing_to_one():
+    from attention_core.vision import attention_rollout
+    g = torch.Generator().manual_seed(0)
+    layers = [torch.softmax(torch.randn(2, 4, 5, 5, generator=g), -1) for _ in range(3)]
+    rollout = attention_rollout(layers)
+    torch.testing.assert_close(rollout.sum(-1), torch.ones(2, 5))
+    one = [0.5 * torch.eye(5) + 0.5 * w.mean(1) for w in layers]
+    torch.testing.assert_close(rollout, one[2] @ one[1] @ one[0])
+    # attention that only looks at itself passes nothing between tokens
+    torch.testing.assert_close(attention_rollout([torch.eye(5).expand(2, 4, 5, 5)] * 2),
+                               torch.eye(5).expand(2, 5, 5))
+    # with the ViT: row 0 is the class token's reading of itself and the 36 patches
+    model = _vit()
+    keep_attention_weights(model)
+    with torch.no_grad():
+        model(torch.rand(3, 3, 48, 48))
+    cls = attention_rollout(model.attention_weights)[:, 0]
+    assert cls.shape == (3, 37) and torch.allclose(cls.sum(-1), torch.ones(3))
+    with pytest.raises(ValueError, match="residual must be in"):
+        attention_rollout(layers, residual=1.5)
+    with pytest.raises(ValueError, match=r"weights\[0\] must be \(batch, heads, n, n\)"):
+        attention_rollout([torch.rand(5, 5)])
