@@ -7,7 +7,9 @@ average still says where it came from. The decoder is chapter 4's ``AttentionDec
 step additive attention, queried by the previous state, averages the grid into a context, and
 a GRU reads it with the previous word. Its initial state is tanh(W mean_i a_i), as in the paper.
 
-Training adds the paper's doubly stochastic penalty, lam * sum_i (1 - sum_t alpha_ti)^2 over
+Greedy captions come from ``decoding.greedy_decode(model, images, None, bos, eos)`` (no
+lengths: every cell is there), with each word's attention over the grid. Training
+(``worlds.shapes.caption_loss``) adds the paper's doubly stochastic penalty, lam * sum_i (1 - sum_t alpha_ti)^2 over
 the grid cells i: summed over the caption, each cell's attention should come near one, so that
 over the caption the model looks at every part of the image rather than at one cell each time.
 """
@@ -18,8 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._checks import check_positive_int, check_rank, check_tensor
-from .decoding import decoder_input, evaluating
-from .seq2seq import AttentionDecoder
+from .seq2seq import AttentionDecoder, EncoderDecoder
 
 
 class GridEncoder(nn.Module):
@@ -60,20 +61,18 @@ def _check_images(images, channels: int, image_size: int) -> None:
                          f"encoder was built, got shape {tuple(images.shape)}")
 
 
-class Captioner(nn.Module):
+class Captioner(EncoderDecoder):
     """GridEncoder and chapter 4's AttentionDecoder. forward(images, tokens) -> logits
     (B, n, vocab) with teacher forcing (tokens: <bos> + caption[:-1]); the decoder keeps
     ``attention_weights`` (B, n, g * g)."""
 
     def __init__(self, vocab_size: int, embed_size: int = 32, num_hiddens: int = 64,
                  image_size: int = 48):
-        super().__init__()
-        self.encoder = GridEncoder(num_hiddens, image_size)
-        self.decoder = AttentionDecoder(vocab_size, embed_size, num_hiddens)
+        super().__init__(GridEncoder(num_hiddens, image_size),
+                         AttentionDecoder(vocab_size, embed_size, num_hiddens))
 
-    def forward(self, images, tokens):
-        state = self.decoder.init_state(self.encoder(images), None)
-        return self.decoder(tokens, state)[0]
+    def forward(self, images, tokens, src_valid_lens=None):
+        return super().forward(images, tokens, None)  # every cell of the grid is there
 
 
 def doubly_stochastic_penalty(weights, valid_lens=None):
@@ -83,35 +82,3 @@ def doubly_stochastic_penalty(weights, valid_lens=None):
         steps = torch.arange(weights.shape[1], device=weights.device)
         weights = weights * (steps[None, :, None] < valid_lens.to(weights.device)[:, None, None])
     return ((1 - weights.sum(1)) ** 2).sum(-1).mean()
-
-
-def caption_loss(model: Captioner, images, captions, caption_lens, bos: int, penalty: float = 1.0):
-    """Masked cross-entropy of the teacher-forced caption plus ``penalty`` times the doubly
-    stochastic penalty. captions (B, n) end in <eos>; caption_lens (B,) count it.
-    Returns (loss, cross-entropy alone)."""
-    logits = model(images, decoder_input(captions, bos))
-    steps = torch.arange(captions.shape[1], device=captions.device)
-    real = steps[None] < caption_lens.to(captions.device)[:, None]             # (B, n)
-    ce = (F.cross_entropy(logits.transpose(1, 2), captions, reduction="none") * real).sum() / real.sum()
-    reg = doubly_stochastic_penalty(model.decoder.attention_weights, caption_lens)
-    return ce + penalty * reg, ce.detach()
-
-
-def caption_images(model: Captioner, images, bos: int, eos: int, max_len: int = 20):
-    """Greedy captions: (tokens (B, steps), everything after <eos> set to <eos>; weights
-    (B, steps, cells), each step's attention over the grid)."""
-    check_positive_int(max_len=max_len)
-    with evaluating(model):
-        state = model.decoder.init_state(model.encoder(images), None)
-        token = torch.full((images.shape[0], 1), bos, dtype=torch.long, device=images.device)
-        done = torch.zeros(images.shape[0], dtype=torch.bool, device=images.device)
-        tokens, weights = [], []
-        for _ in range(max_len):
-            logits, state = model.decoder(token, state)
-            token = logits[:, -1:].argmax(-1).masked_fill(done[:, None], eos)
-            tokens.append(token)
-            weights.append(model.decoder.attention_weights)
-            done |= token[:, 0] == eos
-            if bool(done.all()):  # one host read per word, to know when to stop
-                break
-    return torch.cat(tokens, 1), torch.cat(weights, 1)

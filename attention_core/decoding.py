@@ -54,7 +54,12 @@ def evaluating(model: torch.nn.Module):
 
 
 def _check_source(src, src_valid_lens) -> None:
-    """The decoders' door: src (B, n_src) token indices and one length per sentence."""
+    """The decoders' door: src (B, n_src) token indices and one length per sentence; or, with
+    src_valid_lens None, any batch the model's encoder reads (images, for a captioner)."""
+    if src_valid_lens is None:
+        check_tensor("src", src, floating=False)   # a tensor of any dtype
+        check_rank("src", src, range(1, 9), "a batch (batch, ...)")
+        return
     check_tensor("src", src, floating=False)
     check_rank("src", src, 2, "(batch, n_src) token indices")
     shape = torch.as_tensor(src_valid_lens).shape
@@ -64,9 +69,11 @@ def _check_source(src, src_valid_lens) -> None:
 
 
 def start(model, src, src_valid_lens):
-    """Encode ``src`` (B, n_src) and return the decoder's initial state."""
+    """Encode ``src`` (B, n_src), or with src_valid_lens None any batch the encoder reads (every
+    position valid), and return the decoder's initial state."""
     _check_source(src, src_valid_lens)
-    src_valid_lens = torch.as_tensor(src_valid_lens, device=src.device)  # (B,)
+    if src_valid_lens is not None:
+        src_valid_lens = torch.as_tensor(src_valid_lens, device=src.device)  # (B,)
     return model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens)
 
 

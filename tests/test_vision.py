@@ -178,8 +178,10 @@ def test_bad_vit_sizes_are_refused():
 
 
 # ---- show, attend and tell -------------------------------------------------------------
-from attention_core.captioning import (Captioner, GridEncoder, caption_images,  # noqa: E402
-                                       caption_loss, doubly_stochastic_penalty)
+from attention_core.captioning import (Captioner, GridEncoder,  # noqa: E402
+                                       doubly_stochastic_penalty)
+from attention_core.decoding import greedy_decode  # noqa: E402
+from attention_core.worlds.shapes import caption_loss  # noqa: E402
 
 
 def _captioner():
@@ -225,12 +227,14 @@ def test_caption_loss_adds_the_penalty_and_trains_every_part():
 
 def test_greedy_captions_stop_at_eos_and_keep_every_steps_attention():
     model = _captioner()
-    tokens, weights = caption_images(model, torch.rand(4, 3, 48, 48), bos=1, eos=2, max_len=9)
+    tokens, weights = greedy_decode(model, torch.rand(4, 3, 48, 48), None, bos=1, eos=2, max_len=9)
     assert tokens.shape[0] == 4 and tokens.shape[1] <= 9
     assert weights.shape == (4, tokens.shape[1], 36)
     for row in tokens.tolist():
         if 2 in row:
             assert set(row[row.index(2):]) == {2}
+    with pytest.raises(TypeError, match="src must be a torch.Tensor"):
+        greedy_decode(model, [[0.0]], None, bos=1, eos=2)
 
 
 @pytest.mark.parametrize("images, message", [

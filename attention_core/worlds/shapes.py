@@ -8,6 +8,7 @@ circle left of a blue square". Everything is drawn from a
 ``torch.Generator``, so a seed gives the same scenes on every machine, and nothing is
 downloaded. A scene also knows where its objects are: their centres and their pixel masks,
 against which one can measure how much of a model's attention falls on the object it names.
+``caption_loss`` trains a ``captioning.Captioner`` on them.
 """
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ import torch
 from torch.nn import functional as F
 
 from .._checks import check_positive_int
+from ..captioning import doubly_stochastic_penalty
+from ..decoding import decoder_input
+from .translation import masked_cross_entropy
 
 COLOURS = {"red": (0.84, 0.15, 0.16), "green": (0.17, 0.63, 0.17),
            "blue": (0.12, 0.47, 0.71), "yellow": (0.93, 0.78, 0.09)}
@@ -153,3 +157,13 @@ def cell_shares(masks: torch.Tensor, grid: int) -> torch.Tensor:
     if size % grid:
         raise ValueError(f"grid={grid} must divide the image size {size}")
     return F.avg_pool2d(masks.float(), size // grid).flatten(-2)
+
+
+def caption_loss(model, images, captions, caption_lens, bos: int, penalty: float = 1.0):
+    """A captioner's (``captioning.Captioner``) training loss: the masked cross-entropy of the
+    teacher-forced caption plus ``penalty`` times the doubly stochastic penalty. captions (B, n)
+    end in <eos>; caption_lens (B,) count it. Returns (loss, cross-entropy alone, detached)."""
+    logits = model(images, decoder_input(captions, bos))
+    ce = masked_cross_entropy(logits, captions, caption_lens)
+    reg = doubly_stochastic_penalty(model.decoder.attention_weights, caption_lens)
+    return ce + penalty * reg, ce.detach()
