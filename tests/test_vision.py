@@ -273,3 +273,66 @@ def test_attention_rollout_composes_the_layers_and_keeps_rows_summing_to_one():
         attention_rollout(layers, residual=1.5)
     with pytest.raises(ValueError, match=r"weights\[0\] must be \(batch, heads, n, n\)"):
         attention_rollout([torch.rand(5, 5)])
+
+
+# ---- the world's training and measuring helpers ----------------------------------------
+from attention_core.worlds.shapes import (attention_on_objects, caption_tensors,  # noqa: E402
+                                          describe, train_captioner, train_classifier)
+from attention_core.worlds.translation import Vocab  # noqa: E402
+
+
+def test_caption_tensors_end_each_caption_with_eos_at_its_length():
+    scenes = make_scenes(20, torch.Generator().manual_seed(0), size=32, radius=4)
+    vocab = Vocab(scenes.captions)
+    tokens, lens = caption_tensors(scenes, vocab)
+    assert lens.tolist() == [len(c) + 1 for c in scenes.captions]
+    assert all(tokens[i, n - 1] == vocab.eos for i, n in enumerate(lens.tolist()))
+    assert [vocab.decode(row) for row in tokens.tolist()] == scenes.captions
+
+
+def test_attention_on_objects_is_one_when_every_naming_word_looks_at_its_object():
+    scenes = make_scenes(30, torch.Generator().manual_seed(1), size=32, radius=4)
+    touched = cell_shares(scenes.masks, 4) > 0                          # (N, 2, 16)
+    weights = torch.full((30, 9, 16), 1 / 16)                          # evenly spread
+    on, chance = attention_on_objects(weights, scenes, 4)
+    assert abs(on - chance) < 1e-6 and 0 < chance < 1
+    for b, words in enumerate(scenes.captions):                        # all on the named object
+        for k, steps in ((0, (1, 2)), (1, (len(words) - 2, len(words) - 1))):
+            for t in steps:
+                weights[b, t] = touched[b, k] / touched[b, k].sum()
+    assert abs(attention_on_objects(weights, scenes, 4)[0] - 1) < 1e-6
+
+
+def test_train_captioner_is_repeatable_and_lowers_the_loss():
+    scenes = make_scenes(96, torch.Generator().manual_seed(2), size=32, radius=4)
+    vocab = Vocab(scenes.captions)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = Captioner(len(vocab), 8, 16, image_size=32)
+        history = train_captioner(model, scenes, vocab, epochs=3, batch_size=32, lr=0.01,
+                                  penalty=0.5, generator=torch.Generator().manual_seed(0),
+                                  progress=False)
+        runs.append((history, model.state_dict()))
+    (h1, s1), (h2, s2) = runs
+    assert h1 == h2 and all(torch.equal(s1[k], s2[k]) for k in s1)
+    assert len(h1) == 3 and h1[-1] < h1[0]
+    captions, weights = describe(model, scenes[:5], vocab)
+    assert len(captions) == 5 and weights.shape[0] == 5 and weights.shape[2] == 16
+    torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:2]))
+
+
+def test_train_classifier_is_repeatable_lowers_the_loss_and_checks_its_input():
+    scenes = make_scenes(128, torch.Generator().manual_seed(3), size=32, radius=3,
+                         colours=("red", "blue"), relations=("left of", "right of"))
+    labels = left_of(scenes).long()
+    histories = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = VisionTransformer(32, 8, 16, 32, 2, 1, 2)
+        histories.append(train_classifier(model, scenes.images, labels, epochs=3, batch_size=32,
+                                          warmup=2, generator=torch.Generator().manual_seed(0),
+                                          progress=False))
+    assert histories[0] == histories[1] and histories[0][-1] < histories[0][0]
+    with pytest.raises(ValueError, match=r"images \(128, 3, 32, 32\) and labels \(5,\)"):
+        train_classifier(model, scenes.images, labels[:5], progress=False)

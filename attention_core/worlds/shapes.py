@@ -8,7 +8,9 @@ circle left of a blue square". Everything is drawn from a
 ``torch.Generator``, so a seed gives the same scenes on every machine, and nothing is
 downloaded. A scene also knows where its objects are: their centres and their pixel masks,
 against which one can measure how much of a model's attention falls on the object it names.
-``caption_loss`` trains a ``captioning.Captioner`` on them.
+``train_captioner`` trains a ``captioning.Captioner`` on them (``caption_loss``), ``describe``
+captions them and ``attention_on_objects`` scores where it looked; ``train_classifier`` trains
+a ``vision.VisionTransformer`` on a question about them, such as ``left_of``.
 """
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ from torch.nn import functional as F
 
 from .._checks import check_positive_int
 from ..captioning import doubly_stochastic_penalty
-from ..decoding import decoder_input
-from .translation import masked_cross_entropy
+from ..decoding import decoder_input, greedy_decode
+from .translation import linear_decay, masked_cross_entropy, pad_batch
 
 COLOURS = {"red": (0.84, 0.15, 0.16), "green": (0.17, 0.63, 0.17),
            "blue": (0.12, 0.47, 0.71), "yellow": (0.93, 0.78, 0.09)}
@@ -167,3 +169,103 @@ def caption_loss(model, images, captions, caption_lens, bos: int, penalty: float
     ce = masked_cross_entropy(logits, captions, caption_lens)
     reg = doubly_stochastic_penalty(model.decoder.attention_weights, caption_lens)
     return ce + penalty * reg, ce.detach()
+
+
+def caption_tensors(scenes: Scenes, vocab):
+    """Captions as (tokens (N, n) ending in <eos>, padded; lengths (N,) counting the <eos>)."""
+    return pad_batch([vocab.encode(c) for c in scenes.captions], vocab)
+
+
+def train_captioner(model, scenes: Scenes, vocab, *, epochs: int = 3, batch_size: int = 32,
+                    lr: float = 0.01, penalty: float = 0.0, clip: float = 1.0,
+                    generator: torch.Generator | None = None, progress: bool = True) -> list:
+    """Teacher-forced training on ``scenes`` with ``caption_loss``: Adam, the rate falling
+    linearly from ``lr`` to 0, gradients clipped to norm ``clip``. Batches come from
+    ``generator``. The progress bar (tqdm) is display only. Returns each epoch's mean
+    cross-entropy (the penalty not included)."""
+    from tqdm.auto import tqdm  # book tooling: imported only when training runs
+
+    check_positive_int(epochs=epochs, batch_size=batch_size)
+    device = next(model.parameters()).device
+    captions, lens = caption_tensors(scenes, vocab)
+    n_batches = -(-len(scenes) // batch_size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: linear_decay(step, epochs * n_batches))
+    history = []
+    model.train()
+    with tqdm(total=epochs * n_batches, disable=not progress, desc="training") as bar:
+        for _ in range(epochs):
+            order, losses = torch.randperm(len(scenes), generator=generator), []
+            for rows in order.split(batch_size):
+                longest = int(lens[rows].max())
+                loss, ce = caption_loss(model, scenes.images[rows].to(device),
+                                        captions[rows, :longest].to(device),
+                                        lens[rows].to(device), vocab.bos, penalty)
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+                optimizer.step()
+                scheduler.step()
+                losses.append(ce)
+                bar.update(1)
+            history.append(torch.stack(losses).mean().item())  # one host read per epoch
+    return history
+
+
+def describe(model, scenes: Scenes, vocab, max_len: int = 10):
+    """Greedy captions of ``scenes`` as word lists, and each word's attention over the grid
+    (N, steps, cells) on the CPU."""
+    images = scenes.images.to(next(model.parameters()).device)
+    tokens, weights = greedy_decode(model, images, None, vocab.bos, vocab.eos, max_len=max_len)
+    return [vocab.decode(row) for row in tokens.tolist()], weights.cpu()
+
+
+def attention_on_objects(weights, scenes: Scenes, grid: int):
+    """How much of the attention of the words that name an object (its colour and its shape)
+    falls on the grid cells that object touches, averaged over those words; and the same for
+    attention spread evenly over the grid (chance: the share of cells the object touches).
+    weights (N, steps, grid * grid), step t the attention while writing word t of the
+    caption (teacher-forced or greedy with the right caption). Returns (on, chance) floats."""
+    touched = cell_shares(scenes.masks, grid) > 0                        # (N, 2, cells)
+    on, chance = [], []
+    for b, words in enumerate(scenes.captions):
+        for k, steps in ((0, (1, 2)), (1, (len(words) - 2, len(words) - 1))):
+            for t in steps:
+                on.append(weights[b, t][touched[b, k]].sum())
+                chance.append(touched[b, k].float().mean())
+    return torch.stack(on).mean().item(), torch.stack(chance).mean().item()
+
+
+def train_classifier(model, images, labels, *, epochs: int = 2, batch_size: int = 64,
+                     lr: float = 0.002, weight_decay: float = 0.05, warmup: int = 50,
+                     generator: torch.Generator | None = None, progress: bool = True) -> list:
+    """Cross-entropy training of an image classifier (a ``vision.VisionTransformer``) with
+    AdamW, the rate rising linearly over ``warmup`` steps, then falling linearly to 0. Batches
+    come from ``generator``; the progress bar is display only. Returns each epoch's mean loss."""
+    from tqdm.auto import tqdm
+
+    check_positive_int(epochs=epochs, batch_size=batch_size, warmup=warmup)
+    if images.shape[0] != labels.shape[0]:
+        raise ValueError(f"images {tuple(images.shape)} and labels {tuple(labels.shape)} "
+                         "must hold the same number of examples")
+    device = next(model.parameters()).device
+    total = epochs * -(-images.shape[0] // batch_size)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / warmup, (total - step) / max(total - warmup, 1)))
+    history = []
+    model.train()
+    with tqdm(total=total, disable=not progress, desc="training") as bar:
+        for _ in range(epochs):
+            order, losses = torch.randperm(images.shape[0], generator=generator), []
+            for rows in order.split(batch_size):
+                loss = F.cross_entropy(model(images[rows].to(device)), labels[rows].to(device))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+                losses.append(loss.detach())
+                bar.update(1)
+            history.append(torch.stack(losses).mean().item())
+    return history
