@@ -20,6 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._checks import check_positive_int, check_rank, check_tensor
+from .attention import AdditiveAttention
 from .seq2seq import AttentionDecoder, EncoderDecoder
 
 
@@ -69,15 +70,55 @@ def _check_images(images, channels: int, image_size: int) -> None:
                          f"encoder was built, got shape {tuple(images.shape)}")
 
 
+class SampledAttention(AdditiveAttention):
+    """Hard attention (Xu et al.'s stochastic version): the additive weights alpha are computed
+    as usual, but the output is the value of one key, drawn from alpha in training mode and the
+    most weighted one in evaluation mode. Keeps ``attention_weights`` (alpha) and appends each
+    call's log alpha_i (B, n_q), differentiable, to ``log_probs``, for a REINFORCE loss."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log_probs = []
+
+    def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
+        super().forward(queries, keys, values, valid_lens, projected_keys)   # alpha
+        weights = self.attention_weights                                       # (B, n_q, n_k)
+        if self.training:
+            index = torch.multinomial(weights.detach().flatten(0, 1), 1).view(weights.shape[:2])
+        else:
+            index = weights.argmax(-1)                                         # (B, n_q)
+        self.log_probs.append(torch.log(weights.gather(2, index[..., None]).squeeze(-1)))
+        return values.gather(1, index[..., None].expand(-1, -1, values.shape[-1]))   # v_i
+
+
+class HardAttentionDecoder(AttentionDecoder):
+    """Chapter 4's decoder with ``SampledAttention``: each word reads one cell of the grid.
+    After a forward, ``log_probs`` (B, n) holds log alpha of each step's chosen cell."""
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int):
+        super().__init__(vocab_size, embed_size, num_hiddens)
+        self.attention = SampledAttention(num_hiddens, query_size=num_hiddens,
+                                          key_size=num_hiddens)
+
+    def init_state(self, enc_outputs, src_valid_lens):
+        self.attention.log_probs = []          # a new caption: forget the last one's choices
+        return super().init_state(enc_outputs, src_valid_lens)
+
+    @property
+    def log_probs(self):
+        return torch.cat(self.attention.log_probs, 1)
+
+
 class Captioner(EncoderDecoder):
-    """GridEncoder and chapter 4's AttentionDecoder. forward(images, tokens) -> logits
-    (B, n, vocab) with teacher forcing (tokens: <bos> + caption[:-1]); the decoder keeps
-    ``attention_weights`` (B, n, g * g)."""
+    """GridEncoder and chapter 4's AttentionDecoder (or, with ``hard=True``, the
+    HardAttentionDecoder). forward(images, tokens) -> logits (B, n, vocab) with teacher forcing
+    (tokens: <bos> + caption[:-1]); the decoder keeps ``attention_weights`` (B, n, g * g)."""
 
     def __init__(self, vocab_size: int, embed_size: int = 32, num_hiddens: int = 64,
-                 image_size: int = 48):
+                 image_size: int = 48, hard: bool = False):
+        decoder = HardAttentionDecoder if hard else AttentionDecoder
         super().__init__(GridEncoder(num_hiddens, image_size),
-                         AttentionDecoder(vocab_size, embed_size, num_hiddens))
+                         decoder(vocab_size, embed_size, num_hiddens))
 
     def forward(self, images, tokens, src_valid_lens=None):
         return super().forward(images, tokens, None)  # every cell of the grid is there

@@ -336,3 +336,78 @@ def test_train_classifier_is_repeatable_lowers_the_loss_and_checks_its_input():
     assert histories[0] == histories[1] and histories[0][-1] < histories[0][0]
     with pytest.raises(ValueError, match=r"images \(128, 3, 32, 32\) and labels \(5,\)"):
         train_classifier(model, scenes.images, labels[:5], progress=False)
+
+
+# ---- hard attention ----------------------------------------------------------------------
+from attention_core.attention import AdditiveAttention  # noqa: E402
+from attention_core.captioning import SampledAttention  # noqa: E402
+from attention_core.decoding import decoder_input  # noqa: E402
+from attention_core.worlds.translation import masked_cross_entropy  # noqa: E402
+
+
+def _pair():
+    torch.manual_seed(0)
+    soft = AdditiveAttention(8, query_size=6, key_size=5)
+    hard = SampledAttention(8, query_size=6, key_size=5)
+    hard.load_state_dict(soft.state_dict())
+    return soft, hard
+
+
+def test_sampled_attention_reads_the_most_weighted_value_in_evaluation():
+    soft, hard = _pair()
+    q, k, v = torch.randn(3, 2, 6), torch.randn(3, 7, 5), torch.randn(3, 7, 4)
+    soft(q, k, v)
+    out = hard.eval()(q, k, v)
+    torch.testing.assert_close(hard.attention_weights, soft.attention_weights)
+    best = soft.attention_weights.argmax(-1)                                  # (3, 2)
+    assert torch.equal(out, torch.stack([v[b, best[b]] for b in range(3)]))
+    torch.testing.assert_close(hard.log_probs[-1],
+                               soft.attention_weights.amax(-1).log())
+
+
+def test_sampled_attention_draws_keys_as_often_as_their_weights_in_training():
+    _, hard = _pair()
+    q, k = torch.randn(1, 1, 6), torch.randn(1, 7, 5)
+    v = torch.arange(7.0)[None, :, None]                                      # value = index
+    torch.manual_seed(1)
+    draws = torch.cat([hard.train()(q, k, v).flatten() for _ in range(4000)]).long()
+    freq = torch.bincount(draws, minlength=7) / 4000
+    alpha = hard.attention_weights[0, 0]
+    assert (freq - alpha).abs().max() < 4 * (alpha * (1 - alpha) / 4000).sqrt().max()
+    picked = torch.stack([lp for lp in hard.log_probs]).flatten()
+    torch.testing.assert_close(picked, alpha.log()[draws])
+
+
+def test_only_the_reinforce_term_teaches_a_hard_captioner_where_to_look():
+    torch.manual_seed(0)
+    model = Captioner(12, embed_size=8, num_hiddens=16, hard=True).train()
+    captions, lens = torch.randint(4, 12, (3, 6)), torch.tensor([6, 4, 5])
+    images = torch.rand(3, 3, 48, 48)
+    w_v = model.decoder.attention.w_v.weight
+    ce = masked_cross_entropy(model(images, decoder_input(captions, 1)), captions, lens)
+    assert torch.autograd.grad(ce, [w_v], allow_unused=True) == (None,)     # a draw: no gradient
+    loss, _ = caption_loss(model, images, captions, lens, bos=1, penalty=0.0)
+    assert model.decoder.log_probs.shape == (3, 6)
+    loss.backward()
+    assert torch.count_nonzero(w_v.grad) > 0                                # REINFORCE: a gradient
+
+
+def test_a_hard_captioner_decodes_greedily_one_cell_per_word():
+    torch.manual_seed(0)
+    model = Captioner(12, embed_size=8, num_hiddens=16, hard=True)
+    tokens, weights = greedy_decode(model, torch.rand(2, 3, 48, 48), None, bos=1, eos=2, max_len=5)
+    assert weights.shape == (2, tokens.shape[1], 36)
+    assert model.decoder.log_probs.shape == (2, tokens.shape[1])
+
+
+def test_sampled_attention_runs_on_meta_and_compiles_without_graph_breaks():
+    _, hard = _pair()
+    out = hard.eval().to("meta")(torch.empty(2, 3, 6, device="meta"),
+                                 torch.empty(2, 7, 5, device="meta"),
+                                 torch.empty(2, 7, 4, device="meta"))
+    assert out.shape == (2, 3, 4) and hard.log_probs[-1].shape == (2, 3)
+    _, hard = _pair()
+    q, k, v = torch.randn(2, 3, 6), torch.randn(2, 7, 5), torch.randn(2, 7, 4)
+    expected = hard.eval()(q, k, v)
+    compiled = torch.compile(hard, fullgraph=True, backend="eager")
+    torch.testing.assert_close(compiled(q, k, v), expected)

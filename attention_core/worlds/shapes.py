@@ -20,8 +20,9 @@ import torch
 from torch.nn import functional as F
 
 from .._checks import check_positive_int
-from ..captioning import doubly_stochastic_penalty
+from ..captioning import HardAttentionDecoder, doubly_stochastic_penalty
 from ..decoding import decoder_input, greedy_decode
+from ..variants import reinforce_loss
 from .translation import linear_decay, masked_cross_entropy, pad_batch
 
 COLOURS = {"red": (0.84, 0.15, 0.16), "green": (0.17, 0.63, 0.17),
@@ -161,14 +162,26 @@ def cell_shares(masks: torch.Tensor, grid: int) -> torch.Tensor:
     return F.avg_pool2d(masks.float(), size // grid).flatten(-2)
 
 
-def caption_loss(model, images, captions, caption_lens, bos: int, penalty: float = 1.0):
+def caption_loss(model, images, captions, caption_lens, bos: int, penalty: float = 1.0,
+                 baseline=None):
     """A captioner's (``captioning.Captioner``) training loss: the masked cross-entropy of the
     teacher-forced caption plus ``penalty`` times the doubly stochastic penalty. captions (B, n)
-    end in <eos>; caption_lens (B,) count it. Returns (loss, cross-entropy alone, detached)."""
+    end in <eos>; caption_lens (B,) count it. Returns (loss, cross-entropy alone, detached).
+
+    With hard attention the chosen cells have no gradient, so the loss adds the REINFORCE
+    surrogate of chapter 3: each caption's mean cross-entropy, less ``baseline`` (None: the
+    batch's mean), times the log-probability of the cells its words read."""
     logits = model(images, decoder_input(captions, bos))
     ce = masked_cross_entropy(logits, captions, caption_lens)
-    reg = doubly_stochastic_penalty(model.decoder.attention_weights, caption_lens)
-    return ce + penalty * reg, ce.detach()
+    loss = ce + penalty * doubly_stochastic_penalty(model.decoder.attention_weights, caption_lens)
+    if isinstance(model.decoder, HardAttentionDecoder):
+        real = torch.arange(captions.shape[1], device=captions.device) < caption_lens[:, None]
+        per_caption = (F.cross_entropy(logits.transpose(1, 2), captions, reduction="none")
+                       * real).sum(1) / caption_lens                          # (B,)
+        log_prob = (model.decoder.log_probs * real).sum(1)                   # (B,)
+        b = per_caption.mean() if baseline is None else baseline
+        loss = loss + reinforce_loss(per_caption, log_prob, b.detach() if torch.is_tensor(b) else b)
+    return loss, ce.detach()
 
 
 def caption_tensors(scenes: Scenes, vocab):
