@@ -411,3 +411,15 @@ def test_sampled_attention_runs_on_meta_and_compiles_without_graph_breaks():
     expected = hard.eval()(q, k, v)
     compiled = torch.compile(hard, fullgraph=True, backend="eager")
     torch.testing.assert_close(compiled(q, k, v), expected)
+
+
+def test_every_drawn_scene_fits_the_placement_rule_and_the_rule_refuses_close_objects():
+    from attention_core.worlds.shapes import placement_fits
+    scenes = make_scenes(200, torch.Generator().manual_seed(5), size=32, radius=4)
+    for (c0, c1), words in zip(scenes.centres.tolist(), scenes.captions):
+        relation = " ".join(words[3:-3])
+        assert placement_fits(c0, c1, 4, (relation,))
+        assert not placement_fits(c0, c1, 4, tuple(r for r in RELATIONS if r != relation))
+    assert not placement_fits((10, 10), (10, 21), 4)      # 11 apart: under 2 radius + 4 = 12
+    assert placement_fits((10, 10), (10, 22), 4, ("left of",))
+    assert not placement_fits((10, 10), (19, 22), 4)      # 12 against 9: not 1.5 times as far

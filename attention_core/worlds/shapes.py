@@ -80,15 +80,22 @@ def _relation(d_row: float, d_col: float) -> str:
     return "left of" if d_col < 0 else "right of"
 
 
+def placement_fits(centre0, centre1, radius: int, relations=RELATIONS) -> bool:
+    """Whether two objects of ``radius`` at centres (row, column) make a scene of this world:
+    apart by at least 2 radius + 4 pixels on one axis and 1.5 times as far on it as on the
+    other (so the relation is plain to see), object 0 in one of ``relations`` to object 1."""
+    (r0, c0), (r1, c1) = centre0, centre1
+    near, far = sorted((abs(r0 - r1), abs(c0 - c1)))
+    return far >= 2 * radius + 4 and far >= 1.5 * near and _relation(r0 - r1, c0 - c1) in relations
+
+
 def _draw_positions(generator, size: int, radius: int, relations) -> tuple:
-    """Two centres, apart by at least 2 radius + 4 pixels on one axis and 1.5 times as far on
-    it as on the other (so the relation is plain to see), in one of ``relations``."""
+    """Two centres that ``placement_fits``, each at least radius + 1 from the border."""
     low, high = radius + 1, size - radius - 1
     while True:
-        (r0, c0), (r1, c1) = torch.randint(low, high + 1, (2, 2), generator=generator).tolist()
-        near, far = sorted((abs(r0 - r1), abs(c0 - c1)))
-        if far >= 2 * radius + 4 and far >= 1.5 * near and _relation(r0 - r1, c0 - c1) in relations:
-            return (r0, c0), (r1, c1)
+        centre0, centre1 = torch.randint(low, high + 1, (2, 2), generator=generator).tolist()
+        if placement_fits(centre0, centre1, radius, relations):
+            return tuple(centre0), tuple(centre1)
 
 
 def render(colours, shapes, centres, size: int = 48, radius: int = 6):
@@ -162,15 +169,14 @@ def cell_shares(masks: torch.Tensor, grid: int) -> torch.Tensor:
     return F.avg_pool2d(masks.float(), size // grid).flatten(-2)
 
 
-def caption_loss(model, images, captions, caption_lens, bos: int, penalty: float = 1.0,
-                 baseline=None):
+def caption_loss(model, images, captions, caption_lens, bos: int, penalty: float = 1.0):
     """A captioner's (``captioning.Captioner``) training loss: the masked cross-entropy of the
     teacher-forced caption plus ``penalty`` times the doubly stochastic penalty. captions (B, n)
     end in <eos>; caption_lens (B,) count it. Returns (loss, cross-entropy alone, detached).
 
     With hard attention the chosen cells have no gradient, so the loss adds the REINFORCE
-    surrogate of chapter 3: each caption's mean cross-entropy, less ``baseline`` (None: the
-    batch's mean), times the log-probability of the cells its words read."""
+    surrogate of chapter 3: each caption's mean cross-entropy, less the batch's mean (the
+    baseline), times the log-probability of the cells its words read."""
     logits = model(images, decoder_input(captions, bos))
     ce = masked_cross_entropy(logits, captions, caption_lens)
     loss = ce + penalty * doubly_stochastic_penalty(model.decoder.attention_weights, caption_lens)
@@ -179,8 +185,7 @@ def caption_loss(model, images, captions, caption_lens, bos: int, penalty: float
         per_caption = (F.cross_entropy(logits.transpose(1, 2), captions, reduction="none")
                        * real).sum(1) / caption_lens                          # (B,)
         log_prob = (model.decoder.log_probs * real).sum(1)                   # (B,)
-        b = per_caption.mean() if baseline is None else baseline
-        loss = loss + reinforce_loss(per_caption, log_prob, b.detach() if torch.is_tensor(b) else b)
+        loss = loss + reinforce_loss(per_caption, log_prob, per_caption.detach().mean())
     return loss, ce.detach()
 
 
