@@ -44,6 +44,18 @@ CHAPTERS = [pytest.param(p, id=p.name, marks=[pytest.mark.skip(
                 reason="trains models for minutes before its figure; see TRAINS_FIRST")]
                          if p.name in TRAINS_FIRST else []) for p in WITH_SLIDERS]
 
+class PROGRESS:
+    """A slow loop under book.progress, as a timing cell of a chapter has one."""
+    name = "progress_bar.ipynb"
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "cells": [{
+        "cell_type": "code", "id": "slow", "metadata": {}, "outputs": [], "execution_count": None,
+        "source": "import time\nfrom attention_core.book.progress import progress\n"
+                  "for _ in progress(range(40), 'timing'):\n    time.sleep(0.25)\n"
+                  "print('measured')"}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                    "language": "python"}}}
+
+
 pytestmark = pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium")
 
 
@@ -62,6 +74,7 @@ def lab(tmp_path_factory):
         nb = read_notebook(copy)
         nb["cells"] = nb["cells"][:first_slider_cell(nb["cells"]) + 1]
         copy.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+    (root / "chapters" / PROGRESS.name).write_text(json.dumps(PROGRESS.notebook), encoding="utf-8")
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
@@ -117,5 +130,27 @@ def test_live_slider_redraws_in_jupyterlab(lab, notebook):
             "([el, src]) => el.getAttribute('src') !== src", arg=[image.element_handle(), before],
             timeout=300_000)
         assert page.locator(".widget-readout").first.inner_text() != readout
+        assert not errors, errors
+        browser.close()
+
+
+def test_progress_bar_shows_while_a_cell_runs_and_is_gone_after(lab):
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{lab}/lab/workspaces/progress/tree/chapters/{PROGRESS.name}?reset")
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
+        page.click("#jp-menu-panel >> text=Run", timeout=10_000)
+        page.click("text=Run All Cells", timeout=10_000)
+        bar = page.locator(".jp-OutputArea .widget-hprogress")
+        bar.first.wait_for(timeout=60_000)  # tqdm's notebook bar, while the loop runs
+        assert "timing" in page.locator(".jp-OutputArea").first.inner_text()
+        page.locator(".jp-OutputArea-output", has_text="measured").wait_for(timeout=120_000)
+        assert bar.count() == 0  # cleared when the loop ended: only the printed line is left
+        assert page.locator(".jp-OutputArea-output").count() == 1
         assert not errors, errors
         browser.close()

@@ -10,6 +10,8 @@ import logging
 
 import torch
 
+from .progress import progress
+
 
 def _benchmark():
     # torch.utils.benchmark imports cpp_extension, which logs a warning on a machine with a
@@ -31,13 +33,16 @@ def median_time(fn, min_run_time: float = 0.1) -> float:
 
 
 def best_times(fns: dict, rounds: int = 5, min_run_time: float = 0.05,
-               num_threads: int = 1) -> dict:
+               num_threads: int = 1, desc: str | None = None) -> dict:
     """Each function's best median seconds per call over ``rounds`` rounds, the functions timed
     in turn within a round, on ``num_threads`` threads.
 
     Interleaving makes a change of load on the machine hit every function rather than one, and
     the best round is the one least disturbed: the curves a chapter plots then keep their shape
     (and their ratios) when something else runs beside the notebook.
+
+    desc: the label of a progress bar over the rounds, shown in Jupyter while they run and then
+    cleared with the cell's output so far (``book.progress``): time before printing.
     """
     benchmark = _benchmark()
     timers = {name: benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=num_threads)
@@ -45,7 +50,7 @@ def best_times(fns: dict, rounds: int = 5, min_run_time: float = 0.05,
     for t in timers.values():
         t.timeit(1)  # warm-up: first-call allocations and lazy initialisation
     best = {name: float("inf") for name in fns}
-    for _ in range(rounds):
+    for _ in (range(rounds) if desc is None else progress(range(rounds), desc)):
         for name, t in timers.items():
             best[name] = min(best[name], t.blocked_autorange(min_run_time=min_run_time).median)
     return best
