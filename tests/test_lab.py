@@ -35,11 +35,13 @@ def read_notebook(path):
 
 WITH_SLIDERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb"))
                 if first_slider_cell(read_notebook(p)["cells"]) is not None]
-# Chapters 4 and 8 train translation models before their figure: about five minutes together,
-# which would push `make test` past its 20-minute budget. What this test adds to nbval (which
-# draws every frame of their figures through the same draw function, in both of its passes) is
-# the live wiring of widgets.slider_figure, the same in every chapter and exercised by the rest.
-TRAINS_FIRST = {"04_seq2seq_attention.ipynb", "08_transformer.ipynb"}
+# Chapters 4 and 8 train translation models before their figure, about five minutes together,
+# and chapter 10 a captioner (88 s on one thread of a quiet 2-core machine): time that `make
+# test` cannot spare. What this test adds to nbval (which draws every frame of their figures
+# through the same draw function, in both of its passes) is the live wiring of
+# widgets.slider_figure, the same in every chapter and exercised by the rest.
+TRAINS_FIRST = {"04_seq2seq_attention.ipynb", "08_transformer.ipynb",
+                "10_attention_over_images.ipynb"}
 CHAPTERS = [pytest.param(p, id=p.name, marks=[pytest.mark.skip(
                 reason="trains models for minutes before its figure; see TRAINS_FIRST")]
                          if p.name in TRAINS_FIRST else []) for p in WITH_SLIDERS]
