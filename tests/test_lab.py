@@ -7,6 +7,7 @@ up to and including that figure, moves the slider, and checks that the kernel re
 The copy of each chapter ends at its first slider cell: the cells below it are nbval's to check
 (it runs every cell twice), and here they would only delay the redraw, which queues behind them.
 """
+import contextlib
 import json
 import shutil
 import socket
@@ -98,8 +99,10 @@ def lab(tmp_path_factory):
     proc.wait(timeout=20)
 
 
-@pytest.mark.parametrize("notebook", CHAPTERS)
-def test_live_slider_redraws_in_jupyterlab(lab, notebook):
+@contextlib.contextmanager
+def run_all(lab, name):
+    """A fresh Chromium page on chapters/``name`` in JupyterLab, every cell sent to run:
+    yields (page, errors), the page's uncaught errors so far."""
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
@@ -107,12 +110,19 @@ def test_live_slider_redraws_in_jupyterlab(lab, notebook):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         # a workspace of its own, reset, so no earlier notebook opens beside this one
-        page.goto(f"{lab}/lab/workspaces/{notebook.stem}/tree/chapters/{notebook.name}?reset")
+        page.goto(f"{lab}/lab/workspaces/{Path(name).stem}/tree/chapters/{name}?reset")
         page.wait_for_selector(".jp-Notebook", timeout=60_000)
         # the status bar reads "Python 3 (ipykernel) | Idle" once the kernel is ready
         page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
         page.click("#jp-menu-panel >> text=Run", timeout=10_000)
         page.click("text=Run All Cells", timeout=10_000)
+        yield page, errors
+        browser.close()
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS)
+def test_live_slider_redraws_in_jupyterlab(lab, notebook):
+    with run_all(lab, notebook.name) as (page, errors):
         slider = page.locator(".widget-hslider").first
         # the first slider appears only after the cells above it ran (chapter 7 trains two small
         # models first: seconds on a quiet machine, minutes with both cores busy)
@@ -133,21 +143,10 @@ def test_live_slider_redraws_in_jupyterlab(lab, notebook):
             timeout=300_000)
         assert page.locator(".widget-readout").first.inner_text() != readout
         assert not errors, errors
-        browser.close()
 
 
 def test_progress_bar_shows_while_a_cell_runs_and_is_gone_after(lab):
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{lab}/lab/workspaces/progress/tree/chapters/{PROGRESS.name}?reset")
-        page.wait_for_selector(".jp-Notebook", timeout=60_000)
-        page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
-        page.click("#jp-menu-panel >> text=Run", timeout=10_000)
-        page.click("text=Run All Cells", timeout=10_000)
+    with run_all(lab, PROGRESS.name) as (page, errors):
         bar = page.locator(".jp-OutputArea .widget-hprogress")
         bar.first.wait_for(timeout=60_000)  # tqdm's notebook bar, while the loop runs
         assert "timing" in page.locator(".jp-OutputArea").first.inner_text()
@@ -155,4 +154,3 @@ def test_progress_bar_shows_while_a_cell_runs_and_is_gone_after(lab):
         assert bar.count() == 0  # cleared when the loop ended: only the printed line is left
         assert page.locator(".jp-OutputArea-output").count() == 1
         assert not errors, errors
-        browser.close()
