@@ -47,16 +47,11 @@ CHAPTERS = [pytest.param(p, id=p.name, marks=[pytest.mark.skip(
                 reason="trains models for minutes before its figure; see TRAINS_FIRST")]
                          if p.name in TRAINS_FIRST else []) for p in WITH_SLIDERS]
 
-class PROGRESS:
-    """A slow loop under book.progress, as a timing cell of a chapter has one."""
-    name = "progress_bar.ipynb"
-    notebook = {"nbformat": 4, "nbformat_minor": 5, "cells": [{
-        "cell_type": "code", "id": "slow", "metadata": {}, "outputs": [], "execution_count": None,
-        "source": "import time\nfrom attention_core.book.progress import progress\n"
-                  "for _ in progress(range(40), 'timing'):\n    time.sleep(0.25)\n"
-                  "print('measured')"}],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                    "language": "python"}}}
+
+# a slow loop under book.progress, as a chapter's timing cell has one
+PROGRESS_NOTEBOOK = "progress_bar.ipynb"
+PROGRESS_CELL = ("import time\nfrom attention_core.book.progress import progress\n"
+                 "for _ in progress(range(40), 'timing'):\n    time.sleep(0.25)\nprint('measured')")
 
 
 pytestmark = pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium")
@@ -77,7 +72,11 @@ def lab(tmp_path_factory):
         nb = read_notebook(copy)
         nb["cells"] = nb["cells"][:first_slider_cell(nb["cells"]) + 1]
         copy.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
-    (root / "chapters" / PROGRESS.name).write_text(json.dumps(PROGRESS.notebook), encoding="utf-8")
+    nb = {"nbformat": 4, "nbformat_minor": 5, "cells": [{
+        "cell_type": "code", "id": "slow", "metadata": {}, "outputs": [], "execution_count": None,
+        "source": PROGRESS_CELL}], "metadata": {"kernelspec": {
+            "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}}
+    (root / "chapters" / PROGRESS_NOTEBOOK).write_text(json.dumps(nb), encoding="utf-8")
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
@@ -146,7 +145,7 @@ def test_live_slider_redraws_in_jupyterlab(lab, notebook):
 
 
 def test_progress_bar_shows_while_a_cell_runs_and_is_gone_after(lab):
-    with run_all(lab, PROGRESS.name) as (page, errors):
+    with run_all(lab, PROGRESS_NOTEBOOK) as (page, errors):
         bar = page.locator(".jp-OutputArea .widget-hprogress")
         bar.first.wait_for(timeout=60_000)  # tqdm's notebook bar, while the loop runs
         assert "timing" in page.locator(".jp-OutputArea").first.inner_text()

@@ -5,7 +5,8 @@ from the notebook once it is done.
 with ipywidgets it shows tqdm's notebook bar meanwhile, and when the loop ends it clears the
 cell's output area, so the saved notebook (and the site built from it) holds only what the cell
 printed afterwards. Use it before the cell prints anything: clearing takes everything shown so
-far. Outside a kernel (plain Python, a script timing the chapters) it shows nothing.
+far. A loop left early (an error, a ``break``) clears nothing, and its bar shows where it
+stopped. Outside a kernel (plain Python, a script timing the chapters) it shows nothing.
 
 The bar is displayed with its widget view alone, without tqdm's text fallback: a notebook test
 that compares a cell's text outputs then sees nothing of it either.
