@@ -120,7 +120,7 @@ def test_fit_nw_bandwidth_history_and_bad_input():
 
 from attention_core.worlds.fetch import (FetchModel, FetchTask, head_importance,  # noqa: E402
                                          make_fetch_batch, prune_greedily, slot_accuracy,
-                                         train_fetch)
+                                         train_fetch, train_fetch_all)
 
 
 def test_fetch_batch_names_two_different_items_and_their_labels():
@@ -143,6 +143,38 @@ def test_fetch_bad_input():
         make_fetch_batch(0)
     with pytest.raises(ValueError, match=r"num_kv_heads \(3\) must divide num_heads \(4\)"):
         FetchModel(num_heads=4, num_kv_heads=3)
+
+
+def test_fetch_side_by_side_equals_one_after_another():
+    """Two worker threads, three models: the same histories and weights, bit for bit."""
+    def models():
+        out = []
+        for h in (1, 2, 4):
+            torch.manual_seed(0)
+            out.append(FetchModel(num_heads=h))
+        return out
+
+    alone, together = models(), models()
+    histories = [train_fetch(m, steps=200, generator=torch.Generator().manual_seed(3), progress=False)
+                 for m in alone]
+    assert train_fetch_all(together, seed=3, workers=2, steps=200, progress=False) == histories
+    for a, b in zip(alone, together):
+        for (name, x), y in zip(a.state_dict().items(), b.state_dict().values()):
+            assert torch.equal(x, y), name
+    assert histories[0] != histories[1]  # the models did differ
+
+
+def test_fetch_side_by_side_bad_input_and_errors():
+    with pytest.raises(ValueError, match="models must be a non-empty sequence of FetchModel"):
+        train_fetch_all([])
+    with pytest.raises(ValueError, match="workers must be a positive int"):
+        train_fetch_all([FetchModel()], workers=0)
+    with pytest.raises(ValueError, match="steps must be a positive int"):
+        train_fetch_all([FetchModel()], steps=0)
+    wrong = FetchModel(FetchTask(n_items=5))  # its items are wider than the batches it gets
+    wrong.task = FetchTask()
+    with pytest.raises(RuntimeError):  # a worker's error reaches the caller
+        train_fetch_all([FetchModel(), wrong], steps=5, workers=2, progress=False)
 
 
 def test_two_heads_learn_the_fetch_and_one_head_cannot():

@@ -14,6 +14,8 @@ by a different attribute. The width of the layer is the same for every number of
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
+from concurrent import futures
 
 import torch
 from torch import nn
@@ -88,9 +90,11 @@ def slot_accuracy(model: FetchModel, data, head_mask=None) -> float:
 
 
 def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: float = 3e-3,
-                generator: torch.Generator | None = None, device=None, progress: bool = True):
+                generator: torch.Generator | None = None, device=None, progress: bool = True,
+                on_step: Callable[[], None] | None = None):
     """Adam on fresh batches, cross-entropy on both slots, learning rate decaying linearly to 0.
-    Returns the mean loss of every 100 steps. The progress bar (tqdm) is display only."""
+    Returns the mean loss of every 100 steps. The progress bar (tqdm) is display only;
+    ``on_step``, if given, is called after every step (``train_fetch_all`` counts with it)."""
     from tqdm.auto import tqdm  # book tooling: imported only when training runs
 
     check_positive_int(steps=steps, batch=batch)
@@ -113,6 +117,8 @@ def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: f
             optimizer.step()
             schedule.step()
             losses.append(loss.detach())
+            if on_step is not None:
+                on_step()
             if step % 100 == 0:
                 history.append(torch.stack(losses).mean().item())
                 losses = []
@@ -120,6 +126,47 @@ def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: f
         torch.set_num_threads(threads)
     model.eval()
     return history
+
+
+def train_fetch_all(models: Sequence[FetchModel], *, seed: int = 0, workers: int | None = None,
+                    device=None, progress: bool = True, **kwargs) -> list[list[float]]:
+    """Train independent models side by side, each as ``train_fetch(model, generator=
+    torch.Generator().manual_seed(seed), ...)`` would, and return their histories in order.
+
+    Each training runs on one CPU thread (see ``train_fetch``), so ``workers`` Python threads,
+    one per core by default (``torch.get_num_threads()``), share the machine: the operations
+    release the GIL while they compute. Each model sees its own batches and its own thread, so
+    the trained weights equal those of training the models one after another, bit for bit.
+    One progress bar counts the steps of all of them."""
+    from tqdm.auto import tqdm  # book tooling: imported only when training runs
+
+    models = list(models)
+    if not models or not all(isinstance(m, FetchModel) for m in models):
+        raise ValueError(f"models must be a non-empty sequence of FetchModel, got {models!r:.80}")
+    workers = min(len(models), torch.get_num_threads()) if workers is None else workers
+    check_positive_int(workers=workers)
+    steps = kwargs.get("steps", 1500)
+    check_positive_int(steps=steps)
+    done = [0] * len(models)
+
+    def train(i):
+        def count():
+            done[i] += 1  # one writer per entry; the bar only reads
+        return train_fetch(models[i], generator=torch.Generator().manual_seed(seed), device=device,
+                           progress=False, on_step=count, **kwargs)
+
+    with tqdm(total=steps * len(models), disable=not progress, desc="training",
+              mininterval=0.5) as bar, futures.ThreadPoolExecutor(workers) as pool:
+        jobs = [pool.submit(train, i) for i in range(len(models))]
+        pending = set(jobs)
+        while pending:  # the bar is drawn from this thread only, as Jupyter widgets expect
+            _, pending = futures.wait(pending, timeout=0.5, return_when=futures.FIRST_EXCEPTION)
+            bar.update(sum(done) - bar.n)
+            if any(job.done() and job.exception() is not None for job in jobs):
+                for job in pending:  # those not started yet; result() below raises the error
+                    job.cancel()
+                break
+        return [job.result() for job in jobs]
 
 
 def head_importance(model: FetchModel, data) -> torch.Tensor:
