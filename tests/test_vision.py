@@ -277,7 +277,8 @@ def test_attention_rollout_composes_the_layers_and_keeps_rows_summing_to_one():
 
 # ---- the world's training and measuring helpers ----------------------------------------
 from attention_core.worlds.shapes import (attention_on_objects, caption_tensors,  # noqa: E402
-                                          describe, train_captioner, train_classifier)
+                                          describe, train_captioner, train_captioners,
+                                          train_classifier)
 from attention_core.worlds.translation import Vocab  # noqa: E402
 
 
@@ -320,6 +321,40 @@ def test_train_captioner_is_repeatable_and_lowers_the_loss():
     captions, weights = describe(model, scenes[:5], vocab)
     assert len(captions) == 5 and weights.shape[0] == 5 and weights.shape[2] == 16
     torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:2]))
+
+
+def test_captioners_side_by_side_compute_what_each_computes_alone_on_one_thread():
+    """A soft and a hard captioner (whose draws come from the global generator) in two worker
+    threads: the same histories and weights, bit for bit, as one after another on one thread."""
+    scenes = make_scenes(96, torch.Generator().manual_seed(2), size=32, radius=4)
+    vocab = Vocab(scenes.captions)
+
+    def pair():
+        torch.manual_seed(0)
+        soft = Captioner(len(vocab), 8, 16, image_size=32)
+        hard = Captioner(len(vocab), 8, 16, image_size=32, hard=True)
+        hard.load_state_dict(soft.state_dict())
+        return soft, hard
+
+    alone, together = pair(), pair()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(1)
+        histories = [train_captioner(m, scenes, vocab, epochs=2, batch_size=32,
+                                     generator=torch.Generator().manual_seed(0), progress=False)
+                     for m in alone]
+    finally:
+        torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    assert train_captioners(together, scenes, vocab, seed=0, epochs=2, batch_size=32,
+                            workers=2, progress=False) == histories
+    for a, b in zip(alone, together):
+        for (name, x), y in zip(a.state_dict().items(), b.state_dict().values()):
+            assert torch.equal(x, y), name
+    assert histories[0] != histories[1]
+    with pytest.raises(ValueError, match="epochs must be a positive int"):
+        train_captioners(together, scenes, vocab, epochs=0)
 
 
 def test_train_classifier_is_repeatable_lowers_the_loss_and_checks_its_input():

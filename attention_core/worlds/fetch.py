@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from concurrent import futures
 
 import torch
 from torch import nn
@@ -23,6 +22,7 @@ from torch.nn import functional as F
 
 from .._checks import check_positive_int
 from ..multihead import MultiHeadAttention
+from ..side_by_side import side_by_side
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,43 +130,21 @@ def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: f
 
 def train_fetch_all(models: Sequence[FetchModel], *, seed: int = 0, workers: int | None = None,
                     device=None, progress: bool = True, **kwargs) -> list[list[float]]:
-    """Train independent models side by side, each as ``train_fetch(model, generator=
-    torch.Generator().manual_seed(seed), ...)`` would, and return their histories in order.
-
-    Each training runs on one CPU thread (see ``train_fetch``), so ``workers`` Python threads,
-    one per core by default (``torch.get_num_threads()``), share the machine: the operations
-    release the GIL while they compute. Each model sees its own batches and its own thread, so
-    the trained weights equal those of training the models one after another, bit for bit.
-    One progress bar counts the steps of all of them."""
-    from tqdm.auto import tqdm  # book tooling: imported only when training runs
-
+    """Train independent models side by side (``side_by_side``), each as ``train_fetch(model,
+    generator=torch.Generator().manual_seed(seed), ...)`` trains it alone, bit for bit, and
+    return their histories in order. One progress bar counts the steps of all of them."""
     models = list(models)
     if not models or not all(isinstance(m, FetchModel) for m in models):
         raise ValueError(f"models must be a non-empty sequence of FetchModel, got {models!r:.80}")
-    workers = min(len(models), torch.get_num_threads()) if workers is None else workers
-    check_positive_int(workers=workers)
     steps = kwargs.get("steps", 1500)
     check_positive_int(steps=steps)
-    done = [0] * len(models)
 
-    def train(i):
-        def count():
-            done[i] += 1  # one writer per entry; the bar only reads
-        return train_fetch(models[i], generator=torch.Generator().manual_seed(seed), device=device,
-                           progress=False, on_step=count, **kwargs)
+    def training(model):
+        return lambda tick: train_fetch(model, generator=torch.Generator().manual_seed(seed),
+                                        device=device, progress=False, on_step=tick, **kwargs)
 
-    with tqdm(total=steps * len(models), disable=not progress, desc="training",
-              mininterval=0.5) as bar, futures.ThreadPoolExecutor(workers) as pool:
-        jobs = [pool.submit(train, i) for i in range(len(models))]
-        pending = set(jobs)
-        while pending:  # the bar is drawn from this thread only, as Jupyter widgets expect
-            _, pending = futures.wait(pending, timeout=0.5, return_when=futures.FIRST_EXCEPTION)
-            bar.update(sum(done) - bar.n)
-            if any(job.done() and job.exception() is not None for job in jobs):
-                for job in pending:  # those not started yet; result() below raises the error
-                    job.cancel()
-                break
-        return [job.result() for job in jobs]
+    return side_by_side([training(m) for m in models], total=steps * len(models),
+                        workers=workers, progress=progress)
 
 
 def head_importance(model: FetchModel, data) -> torch.Tensor:

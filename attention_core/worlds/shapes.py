@@ -15,6 +15,7 @@ a ``vision.VisionTransformer`` on a question about them, such as ``left_of``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 
 import torch
 from torch.nn import functional as F
@@ -22,6 +23,7 @@ from torch.nn import functional as F
 from .._checks import check_positive_int
 from ..captioning import HardAttentionDecoder, doubly_stochastic_penalty
 from ..decoding import decoder_input, greedy_decode
+from ..side_by_side import side_by_side
 from ..variants import reinforce_loss
 from .translation import linear_decay, masked_cross_entropy, pad_batch
 
@@ -196,11 +198,12 @@ def caption_tensors(scenes: Scenes, vocab):
 
 def train_captioner(model, scenes: Scenes, vocab, *, epochs: int = 3, batch_size: int = 32,
                     lr: float = 0.01, penalty: float = 0.0, clip: float = 1.0,
-                    generator: torch.Generator | None = None, progress: bool = True) -> list:
+                    generator: torch.Generator | None = None, progress: bool = True,
+                    on_step: Callable[[], None] | None = None) -> list:
     """Teacher-forced training on ``scenes`` with ``caption_loss``: Adam, the rate falling
     linearly from ``lr`` to 0, gradients clipped to norm ``clip``. Batches come from
-    ``generator``. The progress bar (tqdm) is display only. Returns each epoch's mean
-    cross-entropy (the penalty not included)."""
+    ``generator``. The progress bar (tqdm) is display only; ``on_step``, if given, is called
+    after every step. Returns each epoch's mean cross-entropy (the penalty not included)."""
     from tqdm.auto import tqdm  # book tooling: imported only when training runs
 
     check_positive_int(epochs=epochs, batch_size=batch_size)
@@ -227,8 +230,31 @@ def train_captioner(model, scenes: Scenes, vocab, *, epochs: int = 3, batch_size
                 scheduler.step()
                 losses.append(ce)
                 bar.update(1)
+                if on_step is not None:
+                    on_step()
             history.append(torch.stack(losses).mean().item())  # one host read per epoch
     return history
+
+
+def train_captioners(models: Sequence, scenes: Scenes, vocab, *, seed: int = 0,
+                     epochs: int = 3, batch_size: int = 32, workers: int | None = None,
+                     progress: bool = True, **kwargs) -> list[list]:
+    """Train independent captioners side by side (``side_by_side``), each as
+    ``train_captioner(model, scenes, vocab, generator=torch.Generator().manual_seed(seed),
+    ...)`` trains it alone on one thread, and return their histories in order. At most one of
+    them may draw from the global generator (a hard-attention captioner's samples); the caller
+    seeds it. One progress bar counts the steps of all of them."""
+    models = list(models)
+    check_positive_int(epochs=epochs, batch_size=batch_size)
+    steps = epochs * -(-len(scenes) // batch_size)
+
+    def training(model):
+        return lambda tick: train_captioner(
+            model, scenes, vocab, epochs=epochs, batch_size=batch_size,
+            generator=torch.Generator().manual_seed(seed), progress=False, on_step=tick, **kwargs)
+
+    return side_by_side([training(m) for m in models], total=steps * len(models),
+                        workers=workers, progress=progress)
 
 
 def describe(model, scenes: Scenes, vocab, max_len: int = 10):
