@@ -4,7 +4,7 @@ import threading
 import pytest
 import torch
 
-from attention_core.side_by_side import side_by_side
+from attention_core.worlds.side_by_side import side_by_side
 
 
 def test_results_come_back_in_order_each_on_one_cpu_thread_in_its_own_thread():

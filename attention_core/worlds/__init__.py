@@ -13,7 +13,10 @@ One module per world, holding its data, its training loop and its metric:
 * ``fetch``: fetch two items named by two different attributes, which one head cannot do
   (chapter 7);
 * ``shapes``: pictures of two coloured shapes with captions, where the objects are and which
-  is left of the other (the groundwork of chapter 10).
+  is left of the other (the groundwork of chapter 10);
+
+and ``side_by_side``, which trains independent models of a world in worker threads, one CPU
+thread each (chapters 7 and 10).
 
 Nothing is downloaded: every world is generated from a seed.
 """

@@ -22,7 +22,7 @@ from torch.nn import functional as F
 
 from .._checks import check_positive_int
 from ..multihead import MultiHeadAttention
-from ..side_by_side import side_by_side
+from .side_by_side import side_by_side
 
 
 @dataclasses.dataclass(frozen=True)

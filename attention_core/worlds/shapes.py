@@ -23,7 +23,7 @@ from torch.nn import functional as F
 from .._checks import check_positive_int
 from ..captioning import HardAttentionDecoder, doubly_stochastic_penalty
 from ..decoding import decoder_input, greedy_decode
-from ..side_by_side import side_by_side
+from .side_by_side import side_by_side
 from ..variants import reinforce_loss
 from .translation import linear_decay, masked_cross_entropy, pad_batch
 

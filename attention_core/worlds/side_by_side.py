@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import torch
 
-from ._checks import check_positive_int
+from .._checks import check_positive_int
 
 T = TypeVar("T")
 
