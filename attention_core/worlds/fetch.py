@@ -128,20 +128,22 @@ def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: f
     return history
 
 
-def train_fetch_all(models: Sequence[FetchModel], *, seed: int = 0, workers: int | None = None,
-                    device=None, progress: bool = True, **kwargs) -> list[list[float]]:
+def train_fetch_all(models: Sequence[FetchModel], *, seed: int = 0, steps: int = 1500,
+                    workers: int | None = None, device=None, progress: bool = True,
+                    **kwargs) -> list[list[float]]:
     """Train independent models side by side (``side_by_side``), each as ``train_fetch(model,
     generator=torch.Generator().manual_seed(seed), ...)`` trains it alone, bit for bit, and
     return their histories in order. One progress bar counts the steps of all of them."""
     models = list(models)
     if not models or not all(isinstance(m, FetchModel) for m in models):
         raise ValueError(f"models must be a non-empty sequence of FetchModel, got {models!r:.80}")
-    steps = kwargs.get("steps", 1500)
     check_positive_int(steps=steps)
 
     def training(model):
-        return lambda tick: train_fetch(model, generator=torch.Generator().manual_seed(seed),
-                                        device=device, progress=False, on_step=tick, **kwargs)
+        def train(tick):
+            return train_fetch(model, steps=steps, generator=torch.Generator().manual_seed(seed),
+                               device=device, progress=False, on_step=tick, **kwargs)
+        return train
 
     return side_by_side([training(m) for m in models], total=steps * len(models),
                         workers=workers, progress=progress)

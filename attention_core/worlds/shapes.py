@@ -23,8 +23,8 @@ from torch.nn import functional as F
 from .._checks import check_positive_int
 from ..captioning import HardAttentionDecoder, doubly_stochastic_penalty
 from ..decoding import decoder_input, greedy_decode
-from .side_by_side import side_by_side
 from ..variants import reinforce_loss
+from .side_by_side import side_by_side
 from .translation import linear_decay, masked_cross_entropy, pad_batch
 
 COLOURS = {"red": (0.84, 0.15, 0.16), "green": (0.17, 0.63, 0.17),

@@ -35,7 +35,8 @@ def side_by_side(trainings: Sequence[Callable[[Callable[[], None]], T]], *, tota
     if not trainings or not all(callable(t) for t in trainings):
         raise ValueError(f"trainings must be a non-empty sequence of callables, got "
                          f"{trainings!r:.80}")
-    workers = min(len(trainings), torch.get_num_threads()) if workers is None else workers
+    caller_threads = torch.get_num_threads()
+    workers = min(len(trainings), caller_threads) if workers is None else workers
     check_positive_int(workers=workers, total=total)
     done = [0] * len(trainings)
 
@@ -49,15 +50,21 @@ def side_by_side(trainings: Sequence[Callable[[Callable[[], None]], T]], *, tota
         finally:
             torch.set_num_threads(threads)
 
-    with tqdm(total=total, disable=not progress, desc=desc, mininterval=0.5) as bar, \
-            futures.ThreadPoolExecutor(workers) as pool:
-        jobs = [pool.submit(run, i) for i in range(len(trainings))]
-        pending = set(jobs)
-        while pending:
-            _, pending = futures.wait(pending, timeout=0.5, return_when=futures.FIRST_EXCEPTION)
-            bar.update(min(sum(done), total) - bar.n)
-            if any(job.done() and job.exception() is not None for job in jobs):
-                for job in pending:  # those not started yet; result() below raises the error
-                    job.cancel()
-                break
-        return [job.result() for job in jobs]
+    try:
+        with tqdm(total=total, disable=not progress, desc=desc, mininterval=0.5) as bar, \
+                futures.ThreadPoolExecutor(workers) as pool:
+            jobs = [pool.submit(run, i) for i in range(len(trainings))]
+            pending = set(jobs)
+            while pending:
+                _, pending = futures.wait(pending, timeout=0.5,
+                                          return_when=futures.FIRST_EXCEPTION)
+                bar.update(min(sum(done), total) - bar.n)
+                if any(job.done() and job.exception() is not None for job in jobs):
+                    for job in pending:  # those not started; result() below raises the error
+                        job.cancel()
+                    break
+            return [job.result() for job in jobs]
+    finally:
+        # set_num_threads also sets the count that threads started later begin with, which the
+        # workers' last call may have left at 1: give it back the caller's
+        torch.set_num_threads(caller_threads)
