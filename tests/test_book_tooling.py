@@ -1,3 +1,4 @@
+import time
 import warnings
 
 import matplotlib
@@ -109,6 +110,15 @@ def test_best_times_interleaves_rounds_and_keeps_each_functions_best():
     # each round times a, then b: the calls alternate in blocks, three blocks of each
     blocks = [k for i, k in enumerate(order) if i == 0 or order[i - 1] != k]
     assert blocks == ["a", "b"] * 4  # one warm-up call each, then three rounds
+
+
+def test_best_times_calls_a_long_function_once_per_round():
+    # a call longer than min_run_time is timed alone: one warm-up call, then one per round
+    # (blocked_autorange would call it twice a round, once only to size its block)
+    calls = []
+    best = best_times({"slow": lambda: (calls.append(1), time.sleep(0.02))}, rounds=3,
+                      min_run_time=0.01)
+    assert len(calls) == 4 and 0.02 <= best["slow"] < 1.0
 
 
 def test_device_can_be_chosen_by_environment(monkeypatch):
