@@ -116,8 +116,9 @@ def test_best_times_calls_a_long_function_once_per_round():
 
 
 def test_best_times_rounds_of_a_quick_function_stay_near_min_run_time():
-    # blocks of about min_run_time / 10 (here 2 calls of 1 ms) until 20 ms are filled: about 20
-    # calls a round (blocked_autorange grew its blocks to 100 calls, then timed another 100)
+    # blocks of about min_run_time / 10 (here one call: a sleep lasts at least 1 ms) until 20 ms
+    # are filled, at most 20 calls a round (blocked_autorange grew its blocks to 100 calls, then
+    # timed another 100)
     calls = []
     best = best_times({"quick": lambda: (calls.append(1), time.sleep(0.001))}, rounds=2,
                       min_run_time=0.02)
