@@ -1,4 +1,4 @@
-"""What one training step of each chapter's model costs, and what three cheaper-looking
+"""What one training step of each chapter's model costs, and what four cheaper-looking
 variants change (about two minutes on 2 CPU cores; not a test).
 
     python bench/training_steps.py [--rounds 3] [--only bahdanau,captioner]
@@ -12,7 +12,14 @@ step as the chapters run it (2 threads here, Adam's for-loop):
 * ``gru_cell``: the Bahdanau decoder's step through ``torch.gru_cell`` with the recurrent
   layer's own weights (one layer), instead of calling ``nn.GRU`` on a length-1 sequence: the same
   arithmetic, checked bit for bit below;
-* ``1 thread``: ``torch.set_num_threads(1)``, as ``worlds.fetch.train_fetch`` trains.
+* ``1 thread``: ``torch.set_num_threads(1)``, as ``worlds.fetch.train_fetch`` trains;
+* ``halves`` (translation models): data parallelism on the CPU's two cores. Each half of the
+  batch, its padding trimmed, runs forward and backward in its own Python thread on one CPU
+  thread (as ``worlds.side_by_side`` trains two models), through a second copy of the model
+  that shares its parameters (the decoders keep their last attention weights, which two
+  threads must not share); the two gradients are summed in a fixed order, then clipped and
+  applied as in ``train_step``. The same gradient up to rounding; its losses are printed
+  beside the chapters'.
 
 The variants take turns within each round, so that a change of load on the machine hits them
 all; the table gives each one's best round and its ratio to the chapters' step.
@@ -20,16 +27,20 @@ all; the table gives each one's best round and its ratio to the chapters' step.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import time
+from concurrent import futures
 
 import torch
 
 from attention_core.captioning import Captioner
+from attention_core.decoding import decoder_input
 from attention_core.seq2seq import AttentionDecoder, make_model
 from attention_core.transformer import make_transformer
 from attention_core.worlds.shapes import caption_loss, caption_tensors, make_scenes
-from attention_core.worlds.translation import TranslationData, Vocab, make_splits, train_step
+from attention_core.worlds.translation import (TranslationData, Vocab, make_splits,
+                                               masked_cross_entropy, train_step)
 
 AS_SHIPPED = AttentionDecoder.forward
 
@@ -50,6 +61,35 @@ def gru_cell_forward(self, tokens, state):
     return self.dense(torch.cat(outputs, 1)), dataclasses.replace(state, hidden=hidden)
 
 
+def sharing_copy(model):
+    """A second instance of ``model`` whose parameters are ``model``'s own tensors."""
+    twin, own = copy.deepcopy(model), dict(model.named_modules())
+    for name, module in twin.named_modules():
+        for key in module._parameters:
+            module._parameters[key] = own[name]._parameters[key]
+    return twin
+
+
+def halves_step(model, twin, pool, optimizer, src, src_lens, tgt, tgt_lens, bos):
+    """``train_step`` with the batch's two halves computed side by side (see ``halves``)."""
+    params, tokens, h = list(model.parameters()), tgt_lens.sum(), src.shape[0] // 2
+
+    def half(net, rows):
+        s, sl, t, tl = src[rows], src_lens[rows], tgt[rows], tgt_lens[rows]
+        s, t = s[:, :int(sl.max())], t[:, :int(tl.max())]  # this half's own padding only
+        loss = masked_cross_entropy(net(s, decoder_input(t, bos), sl), t, tl) * tl.sum() / tokens
+        return loss.detach(), torch.autograd.grad(loss, params)
+
+    (loss_a, grads_a), (loss_b, grads_b) = [job.result() for job in (
+        pool.submit(half, model, slice(0, h)), pool.submit(half, twin, slice(h, None)))]
+    optimizer.zero_grad()
+    for p, a, b in zip(params, grads_a, grads_b):
+        p.grad = a + b
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    return loss_a + loss_b
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3)
@@ -66,16 +106,25 @@ def main():
     captions, lens = caption_tensors(scenes, vocab)
     rows = list(torch.randperm(2000, generator=torch.Generator().manual_seed(0)).split(32))[:40]
 
+    pool = futures.ThreadPoolExecutor(2, initializer=torch.set_num_threads, initargs=(1,))
+    first_losses = {}
+
     def translation_steps(build, steps):
-        def run(foreach):
+        def run(foreach, halves=False):
             torch.manual_seed(0)
             model = build()
             opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=foreach)
+            if halves:
+                twin = sharing_copy(model)
+                step = lambda *b: halves_step(model, twin, pool, opt, *b, data.tgt_vocab.bos)
+            else:
+                step = lambda *b: train_step(model, opt, *b, data.tgt_vocab.bos)
             for b in batches[:3]:  # warm-up
-                train_step(model, opt, *b, data.tgt_vocab.bos)
+                loss = step(*b)
+            first_losses[halves] = float(loss)
             start = time.perf_counter()
             for b in batches[3:3 + steps]:
-                train_step(model, opt, *b, data.tgt_vocab.bos)
+                step(*b)
             return (time.perf_counter() - start) / steps, model
         return run
 
@@ -111,12 +160,12 @@ def main():
     chosen = [m for m in models if not args.only or m in args.only.split(",")]
     threads = torch.get_num_threads()
 
-    def variant(run, foreach=False, cell=False, one_thread=False):
+    def variant(run, foreach=False, cell=False, one_thread=False, **halves):
         def go():
             AttentionDecoder.forward = gru_cell_forward if cell else AS_SHIPPED
             torch.set_num_threads(1 if one_thread else threads)
             try:
-                return run(foreach)
+                return run(foreach, **halves)
             finally:
                 AttentionDecoder.forward = AS_SHIPPED
                 torch.set_num_threads(threads)
@@ -129,6 +178,8 @@ def main():
                        "1 thread": variant(run, one_thread=True)}
         if has_gru_decoder:
             table[name]["gru_cell"] = variant(run, cell=True)
+        if name != "captioner":
+            table[name]["halves"] = variant(run, halves=True)
 
     # the variants that claim the same arithmetic: same parameters after the timed steps
     first = chosen[0]
@@ -138,6 +189,10 @@ def main():
             other = table[first][same]()[1]
             equal = all(torch.equal(a, b) for a, b in zip(reference.parameters(), other.parameters()))
             print(f"{first}, {same}: parameters bit for bit the chapters' after the steps: {equal}")
+    if "halves" in table[first]:  # not the same arithmetic: the loss after the warm-up steps
+        table[first]["halves"]()
+        print(f"{first}, halves: loss of the third step {first_losses[True]:.7f}, "
+              f"the chapters' {first_losses[False]:.7f}")
 
     best = {(m, v): float("inf") for m in table for v in table[m]}
     for _ in range(args.rounds):
