@@ -37,12 +37,13 @@ def read_notebook(path):
 WITH_SLIDERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb"))
                 if first_slider_cell(read_notebook(p)["cells"]) is not None]
 # Chapters 4 and 8 train translation models before their figure, about five minutes together,
-# and chapter 10 a captioner (88 s on one thread of a quiet 2-core machine): time that `make
+# chapter 10 a captioner (88 s on one thread of a quiet 2-core machine) and chapter 7 four
+# fetch models (98 s, the slowest of this file, beside CI's second nbval pass): time that `make
 # test` cannot spare. What this test adds to nbval (which draws every frame of their figures
 # through the same draw function, in both of its passes) is the live wiring of
 # widgets.slider_figure, the same in every chapter and exercised by the rest.
-TRAINS_FIRST = {"04_seq2seq_attention.ipynb", "08_transformer.ipynb",
-                "10_attention_over_images.ipynb"}
+TRAINS_FIRST = {"04_seq2seq_attention.ipynb", "07_multihead_attention.ipynb",
+                "08_transformer.ipynb", "10_attention_over_images.ipynb"}
 CHAPTERS = [pytest.param(p, id=p.name, marks=[pytest.mark.skip(
                 reason="trains models for minutes before its figure; see TRAINS_FIRST")]
                          if p.name in TRAINS_FIRST else []) for p in WITH_SLIDERS]
@@ -123,8 +124,8 @@ def run_all(lab, name):
 def test_live_slider_redraws_in_jupyterlab(lab, notebook):
     with run_all(lab, notebook.name) as (page, errors):
         slider = page.locator(".widget-hslider").first
-        # the first slider appears only after the cells above it ran (chapter 7 trains two small
-        # models first: seconds on a quiet machine, minutes with both cores busy)
+        # the first slider appears only after the cells above it ran (seconds on a quiet
+        # machine, minutes with both cores busy)
         slider.wait_for(timeout=600_000)
         image = page.locator(".jupyter-widgets img").first
         image.wait_for(timeout=30_000)
