@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from functools import lru_cache
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -270,12 +271,17 @@ def test_every_font_is_embedded(lang):
         assert fields[-5] == "yes", row
 
 
+# pdftotext -bbox writes one <word> per line, its attributes always in this order
+WORD = re.compile(r'<word xMin="([^"]+)" yMin="([^"]+)" xMax="([^"]+)" yMax="([^"]+)">([^<]*)</word>')
+
+
 @lru_cache
 def words(lang: str) -> list[list[tuple[float, float, float, float, str]]]:
-    """Per page, every word pdftotext finds: (xmin, ymin, xmax, ymax, text)."""
-    tree = BeautifulSoup(run("pdftotext", "-bbox", str(PDF[lang]), "-"), "html.parser")
-    return [[(float(w["xmin"]), float(w["ymin"]), float(w["xmax"]), float(w["ymax"]),
-              w.get_text()) for w in page.find_all("word")] for page in tree.find_all("page")]
+    """Per page, every word pdftotext finds: (xmin, ymin, xmax, ymax, text). Read with a
+    regular expression: the same words as an HTML parser gives, in a quarter of its 12-13 s."""
+    pages = run("pdftotext", "-bbox", str(PDF[lang]), "-").split("<page ")[1:]
+    return [[(float(x0), float(y0), float(x1), float(y1), unescape(text))
+             for x0, y0, x1, y1, text in WORD.findall(page)] for page in pages]
 
 
 def running_head(lang: str, number: int) -> str:
