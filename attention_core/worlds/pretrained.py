@@ -1,19 +1,33 @@
 """Trained models that ship with the book, and the one command that writes them.
 
-* ``bahdanau``: chapter 4's attention model. Chapter 8 sets it beside its Transformer;
-  retraining it there would repeat chapter 4's longest minute, so chapter 8 loads these
-  weights. Chapter 4's page also runs them in the reader's browser (``book.translator``).
-* ``transformer``: chapter 8's Transformer, which chapter 8's page runs in the browser.
+* ``plain`` and ``attention``: chapter 4's two models, the GRU encoder-decoder without and
+  with attention, with what chapter 4 records after every epoch. Chapter 4 loads them unless
+  the reader asks it to train them (``RETRAIN``), which takes minutes on a 2-core CPU.
+* ``bahdanau``: chapter 4's attention model again, the same recipe trained on another CPU
+  (2026-11-25): the model that chapter 4's page runs in the reader's browser
+  (``book.translator``) and whose mistakes on typed sentences chapter 4 shows, and the one
+  chapter 8 sets beside its Transformer. It differs from ``attention`` only by rounding, which
+  over 628 updates is enough for different mistakes on sentences unlike the training data.
+* ``transformer``: chapter 8's Transformer, which chapter 8 loads unless asked to train it, and
+  which its page runs in the browser.
+* ``captioners``: chapter 10's soft and hard captioners, trained from one start side by side,
+  with their losses; chapter 10 loads them unless asked to train them.
 
 They are written by one command, and by nothing else (the tests only read them):
 
     python -m attention_core.worlds.pretrained [name ...]      (default: every model)
 
+Rewriting ``bahdanau`` or ``transformer`` on another CPU changes the mistakes on typed
+sentences that chapters 4 and 8 show and assert; name the models to write.
+
 It builds the chapters' corpus (chapter 4's splits and seeds, which chapter 8 shares), trains
 the model with its chapter's call to ``train_seq2seq`` (same initialisation, batches, learning
 rate and schedule) and saves, with the weights, the vocabularies they belong to, the loss of
-each epoch, the training time and the machine it ran on. A model trained this way on another
-CPU differs from the shipped one only by rounding (its chapter's bands hold for both).
+each epoch, the training time and the machine it ran on. Chapter 4's models also keep what
+chapter 4 records after every epoch: the exact match on its 1,000 validation sentences (and
+the seconds that scoring took, which the training time leaves out). A model trained this way
+on another CPU differs from the shipped one only by rounding (its chapter's bands hold for
+both); on the same CPU and thread count it is the same, bit for bit.
 """
 from __future__ import annotations
 
@@ -23,9 +37,12 @@ from pathlib import Path
 
 import torch
 
+from ..captioning import Captioner
 from ..seq2seq import make_model
 from ..transformer import make_transformer
-from .translation import TranslationData, make_splits, train_seq2seq, warmup_linear_decay
+from .shapes import make_scenes, train_captioners
+from .translation import (TranslationData, Vocab, exact_match, make_splits, train_seq2seq,
+                          translate, warmup_linear_decay)
 
 DIRECTORY = Path(__file__).with_name("trained")
 
@@ -33,6 +50,12 @@ DIRECTORY = Path(__file__).with_name("trained")
 # have them; kind "transformer" is make_transformer, any other make_model's kind; "warmup" is
 # warmup_linear_decay's argument, the schedule
 RECIPES = {
+    "plain": ("plain_chapter4.pt",
+              dict(kind="plain", embed_size=32, num_hiddens=128),
+              dict(epochs=4, batch_size=128, lr=0.01)),
+    "attention": ("attention_chapter4.pt",
+                  dict(kind="attention", embed_size=32, num_hiddens=128),
+                  dict(epochs=4, batch_size=128, lr=0.01)),
     "bahdanau": ("bahdanau_chapter4.pt",
                  dict(kind="attention", embed_size=32, num_hiddens=128),
                  dict(epochs=4, batch_size=128, lr=0.01)),
@@ -41,12 +64,23 @@ RECIPES = {
                          num_blks=2),
                     dict(epochs=10, batch_size=128, lr=0.005, warmup=150)),
 }
+# the models that chapter 4 scores on its validation split after every epoch
+VALIDATED = ("plain", "attention")
+# chapter 10's two captioners: the file, Captioner's arguments, train_captioners' arguments
+CAPTIONERS = ("captioners_chapter10.pt", dict(embed_size=32, num_hiddens=96, image_size=32),
+              dict(seed=0, epochs=4, batch_size=32, lr=0.01))
+NAMES = (*RECIPES, "captioners")
 
 
 def _recipe(name: str):
     if name not in RECIPES:
         raise ValueError(f"name must be one of {sorted(RECIPES)}, got {name!r}")
     return RECIPES[name]
+
+
+def _machine() -> dict:
+    return {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+            "threads": torch.get_num_threads(), "torch": str(torch.__version__)}
 
 
 def build_model(name: str, data):
@@ -65,8 +99,11 @@ def chapter4_corpus():
     return TranslationData(train), train, valid, test
 
 
-def train_model(name: str, data, pairs, *, device=None, progress: bool = True):
-    """Train ``name``'s model on ``pairs`` exactly as its chapter does: (model, losses, seconds)."""
+def train_model(name: str, data, pairs, *, device=None, progress: bool = True,
+                on_epoch_end=None):
+    """Train ``name``'s model on ``pairs`` exactly as its chapter does: (model, losses, seconds).
+    on_epoch_end: passed to ``train_seq2seq`` (it leaves the trained model unchanged); its
+    time counts in the seconds."""
     train_args = dict(_recipe(name)[2])
     if "warmup" in train_args:
         train_args["schedule"] = warmup_linear_decay(train_args.pop("warmup"))
@@ -74,12 +111,15 @@ def train_model(name: str, data, pairs, *, device=None, progress: bool = True):
     model = build_model(name, data).to(device or "cpu")
     start = time.perf_counter()
     losses = train_seq2seq(model, data, pairs, generator=torch.Generator().manual_seed(0),
-                           device=device, progress=progress, **train_args)
+                           device=device, progress=progress, on_epoch_end=on_epoch_end,
+                           **train_args)
     return model, losses, time.perf_counter() - start
 
 
 def shipped_record(name: str, *, directory: Path | None = None) -> dict:
-    """What ``write`` saved for ``name``: state_dict, src_itos, tgt_itos, losses, seconds, ..."""
+    """What ``write`` saved for ``name``: state_dict, src_itos, tgt_itos, losses, seconds, ...;
+    for the ``VALIDATED`` models also valid_em (one exact match per epoch) and
+    valid_seconds."""
     path = Path(directory or DIRECTORY) / _recipe(name)[0]
     return torch.load(path, map_location="cpu", weights_only=True)
 
@@ -102,19 +142,77 @@ def load_model(name: str, data, *, device=None, directory: Path | None = None):
 
 def write(name: str, *, directory: Path | None = None) -> Path:
     """Train ``name``'s model on its chapter's corpus and save it (see the module's docstring)."""
-    data, train, _, _ = chapter4_corpus()
-    model, losses, seconds = train_model(name, data, train)
+    data, train, valid, _ = chapter4_corpus()
+    scored = {"valid_em": [], "valid_seconds": 0.0}
+
+    def validate(epoch, model):  # chapter 4's: the validation split's exact match
+        start = time.perf_counter()
+        scored["valid_em"].append(exact_match(translate(model, data, valid),
+                                              [p.target for p in valid]))
+        scored["valid_seconds"] += time.perf_counter() - start
+
+    model, losses, seconds = train_model(name, data, train,
+                                         on_epoch_end=validate if name in VALIDATED else None)
+    extra = scored if name in VALIDATED else {}
     path = Path(directory or DIRECTORY) / _recipe(name)[0]
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": model.state_dict(), "losses": losses, "seconds": seconds,
-                "src_itos": data.src_vocab.itos, "tgt_itos": data.tgt_vocab.itos,
-                "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-                "threads": torch.get_num_threads(), "torch": str(torch.__version__)}, path)
+    torch.save({"state_dict": model.state_dict(), "losses": losses,
+                "seconds": seconds - extra.get("valid_seconds", 0.0), **extra,
+                "src_itos": data.src_vocab.itos, "tgt_itos": data.tgt_vocab.itos, **_machine()},
+               path)
+    return path
+
+
+def chapter10_scenes():
+    """Chapter 10's training scenes and their vocabulary: (scenes, vocab)."""
+    scenes = make_scenes(8000, torch.Generator().manual_seed(0), size=32, radius=4)
+    return scenes, Vocab(scenes.captions)
+
+
+def train_captioner_pair(scenes, vocab, *, progress: bool = True):
+    """Chapter 10's soft and hard captioners, trained as its training cell trains them: the
+    hard one from the soft one's start, side by side, the hard one's draws of cells seeded.
+    Returns (soft, hard, soft losses, hard losses, seconds)."""
+    _, model_args, train_args = CAPTIONERS
+    torch.manual_seed(0)
+    soft = Captioner(len(vocab), **model_args)
+    hard = Captioner(len(vocab), **model_args, hard=True)
+    hard.load_state_dict(soft.state_dict())
+    torch.manual_seed(0)
+    start = time.perf_counter()
+    losses, hard_losses = train_captioners([soft, hard], scenes, vocab, progress=progress,
+                                           **train_args)
+    return soft, hard, losses, hard_losses, time.perf_counter() - start
+
+
+def load_captioners(soft, hard, vocab, *, directory: Path | None = None):
+    """Load chapter 10's shipped captioners into ``soft`` and ``hard`` (Captioners built with
+    its arguments, for ``vocab``); returns their loss histories (soft losses, hard losses)."""
+    path = Path(directory or DIRECTORY) / CAPTIONERS[0]
+    record = torch.load(path, map_location="cpu", weights_only=True)
+    if record["itos"] != vocab.itos:
+        raise ValueError(f"{path.name} was trained with another vocabulary "
+                         f"({len(record['itos'])} tokens) than vocab's ({len(vocab.itos)}): "
+                         f"rewrite it with `python -m {__name__} captioners`")
+    soft.load_state_dict(record["soft"])
+    hard.load_state_dict(record["hard"])
+    return record["losses"], record["hard_losses"]
+
+
+def write_captioners(*, directory: Path | None = None) -> Path:
+    """Train chapter 10's captioners and save them (see the module's docstring)."""
+    scenes, vocab = chapter10_scenes()
+    soft, hard, losses, hard_losses, seconds = train_captioner_pair(scenes, vocab)
+    path = Path(directory or DIRECTORY) / CAPTIONERS[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"soft": soft.state_dict(), "hard": hard.state_dict(), "losses": losses,
+                "hard_losses": hard_losses, "seconds": seconds, "itos": vocab.itos,
+                **_machine()}, path)
     return path
 
 
 if __name__ == "__main__":
     import sys
 
-    for name in sys.argv[1:] or RECIPES:
-        print(f"{name}: wrote {write(name)}")
+    for name in sys.argv[1:] or NAMES:
+        print(f"{name}: wrote {write_captioners() if name == 'captioners' else write(name)}")
