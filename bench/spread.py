@@ -10,7 +10,8 @@ setting under which a cell's assertion fails is reported as such.
 Settings: native (the machine as it is), portable (ATEN_CPU_CAPABILITY=default with one
 thread: what CI's second nbval run uses), avx2 (ATEN_CPU_CAPABILITY=avx2), one-thread
 (OMP_NUM_THREADS=1), mkl-compatible (MKL_CBWR=COMPATIBLE), cpu (ATTENTION_CORE_DEVICE=cpu on
-a GPU machine).
+a GPU machine). Under every setting the chapters train what they would otherwise load
+(RETRAIN=1): the spread is that of training.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ TAG = "nbval-ignore-output"
 def run(path: Path, env: dict) -> tuple[list[str], list[str], float]:
     """Execute a copy of the notebook; return (texts of the tagged cells, errors, seconds)."""
     nb = nbformat.read(path, as_version=4)
+    env = {"RETRAIN": "1", **env}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the kernel is a child process and inherits the environment
     start = time.perf_counter()
