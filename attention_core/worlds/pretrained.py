@@ -15,10 +15,10 @@
 
 They are written by one command, and by nothing else (the tests only read them):
 
-    python -m attention_core.worlds.pretrained [name ...]      (default: every model)
+    python -m attention_core.worlds.pretrained name [name ...]
 
-Rewriting ``bahdanau`` or ``transformer`` on another CPU changes the mistakes on typed
-sentences that chapters 4 and 8 show and assert; name the models to write.
+It takes no default: rewriting ``bahdanau`` or ``transformer`` on another CPU changes the
+mistakes on typed sentences that chapters 4 and 8 show and assert.
 
 It builds the chapters' corpus (chapter 4's splits and seeds, which chapter 8 shares), trains
 the model with its chapter's call to ``train_seq2seq`` (same initialisation, batches, learning
@@ -78,6 +78,14 @@ def _recipe(name: str):
     return RECIPES[name]
 
 
+def _check_vocabulary(path: Path, what: str, shipped: list, ours: list, name: str) -> None:
+    """Refuse weights trained with another vocabulary than the one they are loaded for."""
+    if shipped != ours:
+        raise ValueError(f"{path.name} was trained with another {what} ({len(shipped)} tokens) "
+                         f"than the data's ({len(ours)} tokens): rewrite it with "
+                         f"`python -m {__name__} {name}`")
+
+
 def _machine() -> dict:
     return {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
             "threads": torch.get_num_threads(), "torch": str(torch.__version__)}
@@ -130,11 +138,8 @@ def load_model(name: str, data, *, device=None, directory: Path | None = None):
     record = shipped_record(name, directory=directory)
     path = Path(directory or DIRECTORY) / _recipe(name)[0]
     for side in ("src", "tgt"):
-        shipped, ours = record[f"{side}_itos"], getattr(data, f"{side}_vocab").itos
-        if shipped != ours:
-            raise ValueError(f"{path.name} was trained with another {side} vocabulary "
-                             f"({len(shipped)} tokens) than data's ({len(ours)} tokens): "
-                             f"rewrite it with `python -m {__name__}`")
+        _check_vocabulary(path, f"{side} vocabulary", record[f"{side}_itos"],
+                          getattr(data, f"{side}_vocab").itos, name)
     model = build_model(name, data)
     model.load_state_dict(record["state_dict"])
     return model.to(device or "cpu").eval(), record["losses"], record["seconds"]
@@ -151,15 +156,16 @@ def write(name: str, *, directory: Path | None = None) -> Path:
                                               [p.target for p in valid]))
         scored["valid_seconds"] += time.perf_counter() - start
 
+    validated = name in VALIDATED
     model, losses, seconds = train_model(name, data, train,
-                                         on_epoch_end=validate if name in VALIDATED else None)
-    extra = scored if name in VALIDATED else {}
+                                         on_epoch_end=validate if validated else None)
+    record = {"state_dict": model.state_dict(), "losses": losses, "seconds": seconds,
+              "src_itos": data.src_vocab.itos, "tgt_itos": data.tgt_vocab.itos, **_machine()}
+    if validated:  # the training time without the scoring
+        record.update(scored, seconds=seconds - scored["valid_seconds"])
     path = Path(directory or DIRECTORY) / _recipe(name)[0]
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": model.state_dict(), "losses": losses,
-                "seconds": seconds - extra.get("valid_seconds", 0.0), **extra,
-                "src_itos": data.src_vocab.itos, "tgt_itos": data.tgt_vocab.itos, **_machine()},
-               path)
+    torch.save(record, path)
     return path
 
 
@@ -190,10 +196,7 @@ def load_captioners(soft, hard, vocab, *, directory: Path | None = None):
     its arguments, for ``vocab``); returns their loss histories (soft losses, hard losses)."""
     path = Path(directory or DIRECTORY) / CAPTIONERS[0]
     record = torch.load(path, map_location="cpu", weights_only=True)
-    if record["itos"] != vocab.itos:
-        raise ValueError(f"{path.name} was trained with another vocabulary "
-                         f"({len(record['itos'])} tokens) than vocab's ({len(vocab.itos)}): "
-                         f"rewrite it with `python -m {__name__} captioners`")
+    _check_vocabulary(path, "vocabulary", record["itos"], vocab.itos, "captioners")
     soft.load_state_dict(record["soft"])
     hard.load_state_dict(record["hard"])
     return record["losses"], record["hard_losses"]
@@ -214,5 +217,9 @@ def write_captioners(*, directory: Path | None = None) -> Path:
 if __name__ == "__main__":
     import sys
 
-    for name in sys.argv[1:] or NAMES:
+    names = sys.argv[1:]
+    if not names or set(names) - set(NAMES):
+        sys.exit(f"usage: python -m attention_core.worlds.pretrained name [name ...], names among "
+                 f"{', '.join(NAMES)}")
+    for name in names:
         print(f"{name}: wrote {write_captioners() if name == 'captioners' else write(name)}")
