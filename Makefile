@@ -52,9 +52,9 @@ NBVAL_2 := $(NBVAL) -n 2 --dist loadscope --no-loadscope-reorder $(TRAINING) \
 	$(filter-out $(TRAINING),$(NOTEBOOKS))
 
 # Everything: unit/property/cross-check tests; nbval over every chapter as the machine runs
-# and as a reader runs it (chapters 4, 8 and 10 load their shipped models); then, side by
+# and as a reader runs it (chapters 4, 7, 8 and 10 load their shipped models); then, side by
 # side, nbval again with portable kernels on one thread (another summation order, as on
-# another CPU), training chapters 4, 8 and 10 from scratch (RETRAIN=1), and the site build
+# another CPU), training chapters 4, 7, 8 and 10 from scratch (RETRAIN=1), and the site build
 # with its browser tests and the live widgets in JupyterLab (where Chromium is installed), and
 # the two PDFs. Each side prints its output when it ends.
 test: env

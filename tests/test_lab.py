@@ -36,10 +36,10 @@ def read_notebook(path):
 
 WITH_SLIDERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb"))
                 if first_slider_cell(read_notebook(p)["cells"]) is not None]
-# Not run live here, for time: chapter 7 trains four fetch models before its figure (98 s, the
-# slowest of this file, beside CI's second nbval pass); chapters 4, 8 and 10 load their models
-# unless RETRAIN=1 is set, but still took 62, 61 and 22 s each beside that pass (CI of b7d55b8),
-# which then ends later. What this test adds to nbval (which runs those chapters as a reader
+# Not run live here, for time: chapters 4, 8 and 10 load their models unless RETRAIN=1 is set,
+# but still took 62, 61 and 22 s each beside CI's second nbval pass (CI of b7d55b8), which then
+# ends later; chapter 7, which trained its fetch models before its figure (98 s there), now
+# loads them too, and is left out with them. What this test adds to nbval (which runs those chapters as a reader
 # does in its first pass and draws every frame of their figures through the same draw
 # function, in both passes) is the live wiring of widgets.slider_figure, the same in every
 # chapter and exercised by the rest.

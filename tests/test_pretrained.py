@@ -1,4 +1,4 @@
-"""The trained weights the book ships (attention_core.worlds.pretrained): chapters 4, 8 and 10
+"""The trained weights the book ships (attention_core.worlds.pretrained): chapters 4, 7, 8 and 10
 load them unless the reader asks them to train, so they must be those chapters' models, for
 their data, and meet those chapters' bands."""
 import pytest
@@ -6,6 +6,8 @@ import torch
 
 from attention_core.captioning import Captioner
 from attention_core.worlds import pretrained
+from attention_core.worlds.fetch import (FetchModel, FetchTask, make_fetch_batch, slot_accuracy,
+                                         train_fetch)
 from attention_core.worlds.shapes import describe, make_scenes
 from attention_core.worlds.translation import (TranslationData, Vocab, exact_match, make_splits,
                                                translate)
@@ -165,3 +167,68 @@ def test_write_captioners_then_load_gives_the_same_models(tmp_path, monkeypatch)
         for name, tensor in trained.state_dict().items():
             assert torch.equal(loaded.state_dict()[name], tensor), name
     assert (losses, hard_losses) == (again[2], again[3]) and len(losses) == 1
+
+
+def test_the_fetch_recipe_is_chapter_7s_call():
+    _, model_args, heads, train_args = pretrained.FETCH
+    assert model_args == dict(task=FetchTask(n_items=8, n_labels=16), num_hiddens=32)
+    assert heads == ((1, 1), (2, 2), (4, 4), (8, 8), (8, 2), (8, 1), (4, 1))
+    assert train_args == dict(seed=0)
+    chapter = pretrained.Path(__file__).parents[1] / "chapters" / "07_multihead_attention.ipynb"
+    text = chapter.read_text(encoding="utf-8")
+    assert "task = FetchTask(n_items=8, n_labels=16)" in text
+    assert "for h in (1, 2, 4, 8):" in text and "num_hiddens=32, num_heads=h)" in text
+    assert "for h, h_kv in ((8, 2), (8, 1), (4, 1)):" in text
+    assert "num_kv_heads=h_kv)" in text and text.count("torch.manual_seed(0)") >= 2
+    assert "train_fetch_all(models.values(), seed=0, device=device)" in text
+    assert "train_fetch_all(shared_models.values(), seed=0, device=device)" in text
+
+
+def test_the_shipped_fetch_models_fetch_as_chapter_7_says():
+    """Chapter 7's bands on its 2000 test examples: one head 45-60% of slots (one slot solved,
+    the other near chance), two or more heads >= 95%; two shared key/value heads >= 95%, one of
+    width 8 >= 95%, one of width 4 at least 5 points under two (54.1%, 100%, 85.5% measured)."""
+    task = pretrained.FETCH[1]["task"]
+    test = make_fetch_batch(2000, task, torch.Generator().manual_seed(1))
+    models = pretrained.chapter7_fetch_models()
+    histories = pretrained.load_fetch_models(models.values())
+    accuracy = {key: slot_accuracy(model, test) for key, model in models.items()}
+    assert 0.45 <= accuracy[1, 1] <= 0.60
+    assert min(accuracy[h, h] for h in (2, 4, 8)) >= 0.95
+    with torch.no_grad():
+        slot_right = (models[1, 1](test[0], test[1]).argmax(-1) == test[2]).float().mean(0)
+    assert max(slot_right) >= 0.9 and min(slot_right) <= 0.2
+    assert accuracy[8, 2] >= 0.95 and accuracy[4, 1] >= 0.95
+    assert accuracy[8, 1] <= accuracy[8, 2] - 0.05
+    # a loss per 100 of the 1500 steps, lower at the end than at the start
+    assert all(len(history) == 15 and history[-1] < history[0] for history in histories)
+
+
+def test_fetch_models_the_file_does_not_hold_are_refused():
+    with pytest.raises(ValueError, match=r"no model with heads=2,kv_heads=1; it has heads=1,"):
+        pretrained.load_fetch_models([FetchModel(FetchTask(), num_hiddens=32, num_heads=2,
+                                                 num_kv_heads=1)])
+    with pytest.raises(ValueError, match="width 32, got .* width 16"):
+        pretrained.load_fetch_models([FetchModel(FetchTask(), num_hiddens=16, num_heads=2)])
+    with pytest.raises(ValueError, match="n_items=6"):
+        pretrained.load_fetch_models([FetchModel(FetchTask(n_items=6), num_hiddens=32)])
+    with pytest.raises(ValueError, match="models must be FetchModels, got Linear"):
+        pretrained.load_fetch_models([torch.nn.Linear(2, 2)])
+
+
+def test_write_fetch_then_load_gives_the_same_models(tmp_path, monkeypatch):
+    """write_fetch() saves what load_fetch_models() reads back, bit for bit, and each model is
+    the one train_fetch trains alone (a brief run)."""
+    model_args = dict(task=FetchTask(n_items=8, n_labels=16), num_hiddens=32)
+    monkeypatch.setattr(pretrained, "FETCH", ("tiny.pt", model_args, ((2, 2), (2, 1)),
+                                              dict(seed=0, steps=200)))
+    pretrained.write_fetch(directory=tmp_path)
+    loaded = pretrained.chapter7_fetch_models()
+    histories = pretrained.load_fetch_models(loaded.values(), directory=tmp_path)
+    alone = pretrained.chapter7_fetch_models()
+    for (key, model), history in zip(alone.items(), histories):
+        assert train_fetch(model, steps=200, generator=torch.Generator().manual_seed(0),
+                           progress=False) == history and len(history) == 2  # a loss per 100 steps
+        for name, tensor in model.state_dict().items():
+            assert torch.equal(loaded[key].state_dict()[name], tensor), (key, name)
+        assert not loaded[key].training

@@ -12,6 +12,9 @@
   which its page runs in the browser.
 * ``captioners``: chapter 10's soft and hard captioners, trained from one start side by side,
   with their losses; chapter 10 loads them unless asked to train them.
+* ``fetch``: chapter 7's seven fetch models (1, 2, 4 and 8 heads; 8 heads sharing 2 or 1
+  key/value heads; 4 heads sharing 1), with their loss histories; chapter 7 loads them unless
+  asked to train them.
 
 They are written by one command, and by nothing else (the tests only read them):
 
@@ -40,6 +43,7 @@ import torch
 from ..captioning import Captioner
 from ..seq2seq import make_model
 from ..transformer import make_transformer
+from .fetch import FetchModel, FetchTask, train_fetch_all
 from .shapes import make_scenes, train_captioners
 from .translation import (TranslationData, Vocab, exact_match, make_splits, train_seq2seq,
                           translate, warmup_linear_decay)
@@ -69,7 +73,12 @@ VALIDATED = ("plain", "attention")
 # chapter 10's two captioners: the file, Captioner's arguments, train_captioners' arguments
 CAPTIONERS = ("captioners_chapter10.pt", dict(embed_size=32, num_hiddens=96, image_size=32),
               dict(seed=0, epochs=4, batch_size=32, lr=0.01))
-NAMES = (*RECIPES, "captioners")
+# chapter 7's fetch models: the file, FetchModel's arguments, each model's (num_heads,
+# num_kv_heads), train_fetch_all's arguments; chapter 7 builds each model after
+# torch.manual_seed(0) and trains the first four in one call, the last three in another
+FETCH = ("fetch_chapter7.pt", dict(task=FetchTask(n_items=8, n_labels=16), num_hiddens=32),
+         ((1, 1), (2, 2), (4, 4), (8, 8), (8, 2), (8, 1), (4, 1)), dict(seed=0))
+NAMES = (*RECIPES, "captioners", "fetch")
 
 
 def _recipe(name: str):
@@ -214,6 +223,63 @@ def write_captioners(*, directory: Path | None = None) -> Path:
     return path
 
 
+def _fetch_key(num_heads: int, num_kv_heads: int) -> str:  # a fetch model's name in the file
+    return f"heads={num_heads},kv_heads={num_kv_heads}"
+
+
+def chapter7_fetch_models(*, device=None) -> dict[tuple[int, int], FetchModel]:
+    """Chapter 7's fetch models, freshly initialised as chapter 7 initialises them, by
+    (num_heads, num_kv_heads)."""
+    _, model_args, heads, _ = FETCH
+    models = {}
+    for h, h_kv in heads:
+        torch.manual_seed(0)
+        model = FetchModel(**model_args, num_heads=h, num_kv_heads=h_kv)
+        models[h, h_kv] = model.to(device or "cpu")
+    return models
+
+
+def load_fetch_models(models, *, directory: Path | None = None) -> list[list[float]]:
+    """Load chapter 7's shipped weights into ``models`` (FetchModels built with its arguments;
+    each gets the weights of the model with its numbers of heads and key/value heads), set
+    them to eval mode, and return their loss histories (one mean per 100 steps) in order."""
+    path = Path(directory or DIRECTORY) / FETCH[0]
+    record = torch.load(path, map_location="cpu", weights_only=True)
+    models, histories = list(models), []
+    for model in models:
+        if not isinstance(model, FetchModel):
+            raise ValueError(f"models must be FetchModels, got {type(model).__name__}")
+        width = model.embed_query.out_features
+        if model.task != FETCH[1]["task"] or width != FETCH[1]["num_hiddens"]:
+            raise ValueError(f"{path.name} holds models of {FETCH[1]['task']} and width "
+                             f"{FETCH[1]['num_hiddens']}, got {model.task} and width {width}")
+        key = _fetch_key(model.attention.num_heads, model.attention.num_kv_heads)
+        if key not in record["state_dicts"]:
+            raise ValueError(f"{path.name} has no model with {key}; it has "
+                             f"{', '.join(record['state_dicts'])}")
+        model.load_state_dict(record["state_dicts"][key])
+        model.eval()
+        histories.append(record["histories"][key])
+    return histories
+
+
+def write_fetch(*, directory: Path | None = None) -> Path:
+    """Train chapter 7's fetch models as chapter 7 does and save them (see the module's
+    docstring). One call trains all seven: each trains exactly as it would alone."""
+    models = chapter7_fetch_models()
+    start = time.perf_counter()
+    histories = train_fetch_all(models.values(), **FETCH[3])
+    seconds = time.perf_counter() - start
+    keys = [_fetch_key(*heads) for heads in models]
+    path = Path(directory or DIRECTORY) / FETCH[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dicts": {k: m.state_dict() for k, m in zip(keys, models.values())},
+                "histories": dict(zip(keys, histories)), "seconds": seconds, **_machine()}, path)
+    return path
+
+
+WRITERS = {"captioners": write_captioners, "fetch": write_fetch}
+
 if __name__ == "__main__":
     import sys
 
@@ -222,4 +288,4 @@ if __name__ == "__main__":
         sys.exit(f"usage: python -m attention_core.worlds.pretrained name [name ...], names among "
                  f"{', '.join(NAMES)}")
     for name in names:
-        print(f"{name}: wrote {write_captioners() if name == 'captioners' else write(name)}")
+        print(f"{name}: wrote {WRITERS[name]() if name in WRITERS else write(name)}")
