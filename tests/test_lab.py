@@ -39,10 +39,10 @@ WITH_SLIDERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb"))
 # Not run live here, for time: chapters 4, 8 and 10 load their models unless RETRAIN=1 is set,
 # but still took 62, 61 and 22 s each beside CI's second nbval pass (CI of b7d55b8), which then
 # ends later; chapter 7, which trained its fetch models before its figure (98 s there), now
-# loads them too, and is left out with them. What this test adds to nbval (which runs those chapters as a reader
-# does in its first pass and draws every frame of their figures through the same draw
-# function, in both passes) is the live wiring of widgets.slider_figure, the same in every
-# chapter and exercised by the rest.
+# loads them too, and is left out with them. What this test adds to nbval (which runs those
+# chapters as a reader does in its first pass and draws every frame of their figures through
+# the same draw function, in both passes) is the live wiring of widgets.slider_figure, the
+# same in every chapter and exercised by the rest.
 NOT_LIVE = {"04_seq2seq_attention.ipynb", "07_multihead_attention.ipynb",
             "08_transformer.ipynb", "10_attention_over_images.ipynb"}
 CHAPTERS = [pytest.param(p, id=p.name, marks=[pytest.mark.skip(

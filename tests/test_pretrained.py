@@ -214,6 +214,13 @@ def test_fetch_models_the_file_does_not_hold_are_refused():
         pretrained.load_fetch_models([FetchModel(FetchTask(n_items=6), num_hiddens=32)])
     with pytest.raises(ValueError, match="models must be FetchModels, got Linear"):
         pretrained.load_fetch_models([torch.nn.Linear(2, 2)])
+    # a refused list loads nothing, not even the models before the refused one
+    good = FetchModel(FetchTask(), num_hiddens=32, num_heads=2)
+    before = {k: v.clone() for k, v in good.state_dict().items()}
+    with pytest.raises(ValueError, match="no model with heads=2,kv_heads=1"):
+        pretrained.load_fetch_models([good, FetchModel(FetchTask(), num_hiddens=32, num_heads=2,
+                                                       num_kv_heads=1)])
+    assert all(torch.equal(before[k], v) for k, v in good.state_dict().items()) and good.training
 
 
 def test_write_fetch_then_load_gives_the_same_models(tmp_path, monkeypatch):

@@ -245,27 +245,28 @@ def load_fetch_models(models, *, directory: Path | None = None) -> list[list[flo
     them to eval mode, and return their loss histories (one mean per 100 steps) in order."""
     path = Path(directory or DIRECTORY) / FETCH[0]
     record = torch.load(path, map_location="cpu", weights_only=True)
-    models, histories = list(models), []
-    for model in models:
+    models, keys = list(models), []
+    for model in models:  # every model is checked before any is loaded
         if not isinstance(model, FetchModel):
             raise ValueError(f"models must be FetchModels, got {type(model).__name__}")
         width = model.embed_query.out_features
         if model.task != FETCH[1]["task"] or width != FETCH[1]["num_hiddens"]:
             raise ValueError(f"{path.name} holds models of {FETCH[1]['task']} and width "
                              f"{FETCH[1]['num_hiddens']}, got {model.task} and width {width}")
-        key = _fetch_key(model.attention.num_heads, model.attention.num_kv_heads)
-        if key not in record["state_dicts"]:
-            raise ValueError(f"{path.name} has no model with {key}; it has "
+        keys.append(_fetch_key(model.attention.num_heads, model.attention.num_kv_heads))
+        if keys[-1] not in record["state_dicts"]:
+            raise ValueError(f"{path.name} has no model with {keys[-1]}; it has "
                              f"{', '.join(record['state_dicts'])}")
+    for model, key in zip(models, keys):
         model.load_state_dict(record["state_dicts"][key])
         model.eval()
-        histories.append(record["histories"][key])
-    return histories
+    return [record["histories"][key] for key in keys]
 
 
 def write_fetch(*, directory: Path | None = None) -> Path:
-    """Train chapter 7's fetch models as chapter 7 does and save them (see the module's
-    docstring). One call trains all seven: each trains exactly as it would alone."""
+    """Train chapter 7's fetch models as chapter 7 does and save, by ``_fetch_key``, their
+    state dicts and loss histories, with the training seconds and the machine. One call trains
+    all seven: each trains exactly as it would alone."""
     models = chapter7_fetch_models()
     start = time.perf_counter()
     histories = train_fetch_all(models.values(), **FETCH[3])
