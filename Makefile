@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check --no-input -q
 # The chapters, then their worked solutions (solutions/, one companion notebook per chapter).
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb)) $(sort $(wildcard solutions/*.ipynb))
 
-.PHONY: all env book site pdf test test-native test-portable test-browser execute lab bench clean
+.PHONY: all env book site pdf check nbval test test-native test-portable test-browser execute lab bench clean
 
 all: book
 
@@ -51,21 +51,34 @@ TRAINING := chapters/08_transformer.ipynb chapters/04_seq2seq_attention.ipynb
 NBVAL_2 := $(NBVAL) -n 2 --dist loadscope --no-loadscope-reorder $(TRAINING) \
 	$(filter-out $(TRAINING),$(NOTEBOOKS))
 
+# The contributor's quick loop (under two minutes): the linter, then the unit tests of the
+# package (mechanisms, worlds, solutions' helpers) without the slow and browser ones.
+check: env
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest tests/core tests/worlds tests/solutions_support -q -p no:randomly -n 2 \
+		-m "not slow and not browser"
+
+# One notebook (or several) as CI runs it: natively, then portably with RETRAIN=1, e.g.
+# make nbval NB=chapters/04_seq2seq_attention.ipynb
+nbval: env
+	@test -n "$(NB)" || { echo "usage: make nbval NB=chapters/04_seq2seq_attention.ipynb"; exit 2; }
+	OMP_WAIT_POLICY=PASSIVE $(NBVAL) $(NB)
+	RETRAIN=1 ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 $(NBVAL) $(NB)
+
 # Everything: unit/property/cross-check tests; nbval over every chapter as the machine runs
 # and as a reader runs it (chapters 4, 7, 8 and 10 load their shipped models); then, side by
 # side, nbval again with portable kernels on one thread (another summation order, as on
-# another CPU), training chapters 4, 7, 8 and 10 from scratch (RETRAIN=1), and the site build
-# with its browser tests and the live widgets in JupyterLab (where Chromium is installed), and
-# the two PDFs. Each side prints its output when it ends.
+# another CPU), training chapters 4, 7, 8 and 10 from scratch (RETRAIN=1), and the tests
+# marked `site` (the built site in a browser, the live widgets in JupyterLab, the two PDFs;
+# browser tests skip where Chromium is missing). Each side prints its output when it ends.
 test: env
-	$(BIN)/python -m pytest tests -q -p no:randomly -n 2 --ignore=tests/test_site.py --ignore=tests/test_lab.py \
-		--ignore=tests/test_pdf.py
+	$(BIN)/python -m pytest tests -q -p no:randomly -n 2 -m "not site"
 	$(MAKE) test-native
 	$(MAKE) -j2 --output-sync=target test-portable test-browser
 
 # The machine's own thread count in each kernel. Two kernels at a time then run more OpenMP
 # threads than there are cores; PASSIVE makes a waiting thread sleep rather than spin, which
-# changes only scheduling, never a result (272 s for the pass here, 361-435 s one at a time).
+# changes only scheduling, never a result.
 test-native: env
 	OMP_WAIT_POLICY=PASSIVE $(NBVAL_2)
 
@@ -76,7 +89,7 @@ test-portable: env
 
 # The live kernels get one thread: they share the cores with test-portable.
 test-browser: book
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/test_site.py tests/test_lab.py tests/test_pdf.py -q
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -q -p no:randomly -m site
 
 # Re-run every notebook and save its outputs (commit them afterwards).
 execute: env

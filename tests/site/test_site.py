@@ -9,24 +9,21 @@ import http.server
 import json
 import os
 import re
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 
-ROOT = Path(__file__).resolve().parents[1]
-HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()  # another build
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-quic"]
+from browser import CHROMIUM, FLAGS, needs_chromium
 
-if os.environ.get("CI") == "true" and not CHROMIUM:  # in CI the browser checks must run
-    raise RuntimeError("CI=true but no Chromium found: .ci/run installs Debian's chromium")
+ROOT = Path(__file__).resolve().parents[2]
+HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()  # another build
 
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium"),
+    pytest.mark.site,
+    pytest.mark.browser,
+    needs_chromium,
     pytest.mark.skipif(not (HTML / "index.html").exists(), reason="site not built: make book"),
 ]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 EN = re.compile(r'<div class="lang-en" lang="en">(.*?)</div>', re.S)

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 pytest.importorskip("jieba")
 zh_search = pytest.importorskip("zh_search")

@@ -20,27 +20,36 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+from browser import CHROMIUM, browser_test
+
 from attention_core.book.pdf import pick, split_bilingual, toc_entries, wrap_code
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(os.environ.get("BOOK_PDF", ROOT / "_build" / "pdf")).resolve()
 HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 PDF = {lang: OUT / f"attention-{lang}.pdf" for lang in ("en", "zh")}
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 POPPLER = all(shutil.which(tool) for tool in
               ("pdftotext", "pdffonts", "pdftohtml", "pdfinfo", "pdfimages"))
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 # A4 with 20 mm side margins (book/_static/pdf.css): the text block in points
 PAGE_WIDTH, MARGIN = 595.0, 20 / 25.4 * 72
 
-if os.environ.get("CI") == "true" and not (CHROMIUM and POPPLER and all(
-        p.exists() for p in PDF.values())):
-    raise RuntimeError("CI=true but the PDFs or their tools are missing: .ci/run installs "
-                       "chromium and poppler-utils, and `make test` runs `make book` first")
 
 needs_pdfs = pytest.mark.skipif(
     not (POPPLER and all(p.exists() for p in PDF.values())),
     reason="no PDFs or no poppler-utils: apt-get install chromium poppler-utils; make pdf")
+
+pytestmark = pytest.mark.site
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _in_ci_the_pdfs_must_exist():
+    """In CI a missing PDF is an error, not a skip (checked when these tests run, after `make
+    book`, not when another pass only collects them)."""
+    if os.environ.get("CI") == "true" and not (CHROMIUM and POPPLER and all(
+            p.exists() for p in PDF.values())):
+        raise RuntimeError("CI=true but the PDFs or their tools are missing: .ci/run installs "
+                           "chromium and poppler-utils, and `make test` runs `make book` first")
 
 
 def run(*args: str) -> str:
@@ -370,7 +379,7 @@ def test_citations_and_chapter_links_resolve_inside_the_pdf(lang):
 
 
 @needs_pdfs
-@pytest.mark.skipif(not CHROMIUM, reason="no Chromium")
+@browser_test
 @pytest.mark.parametrize("mode", ["en", "zh"])
 def test_site_header_links_to_both_pdfs(mode):
     """Beside the language switch on a wide screen, and in the download menu on any screen

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from test_site import CHROMIUM, FLAGS
+from browser import CHROMIUM, FLAGS, needs_chromium
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def first_slider_cell(cells):
@@ -56,7 +56,7 @@ PROGRESS_CELL = ("import time\nfrom attention_core.book.progress import progress
                  "for _ in progress(range(40), 'timing'):\n    time.sleep(0.25)\nprint('measured')")
 
 
-pytestmark = pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium")
+pytestmark = [pytest.mark.site, pytest.mark.browser, needs_chromium]
 
 
 def free_port():

@@ -7,7 +7,6 @@ request refused, and compares what the page decodes with ``translate_sentence``.
 """
 import base64
 import gzip
-import time
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from attention_core.book.translator import (EXAMPLES, MAX_SOURCE, POSITIONS, liv
 from attention_core.book.plot import use_house_style
 from attention_core.worlds.pretrained import chapter4_corpus, load_model, shipped_record
 from attention_core.worlds.translation import translate
-from test_site import CHROMIUM, FLAGS
+from browser import CHROMIUM, FLAGS, browser_test
 
 # sentences of the corpus' grammar written by hand, not drawn: rare shapes among them
 HANDWRITTEN = [
@@ -120,7 +119,6 @@ def test_jupyter_face_and_page_face_in_one_output(shipped, models, name):
 
 # --- in Chromium -----------------------------------------------------------------------------
 
-browser_only = pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium")
 
 
 @pytest.fixture(scope="module", params=["bahdanau", "transformer"])
@@ -172,7 +170,7 @@ def _drawn(page):
     return page.locator(".ac-translator-heatmap svg line").count()
 
 
-@browser_only
+@browser_test
 def test_the_model_loads_only_when_the_reader_asks(page):
     assert not any("ac-models" in url for url in page.loaded)  # the page alone: no model yet
     assert page.locator(".ac-translator-output").inner_text() == ""
@@ -193,7 +191,7 @@ def test_the_model_loads_only_when_the_reader_asks(page):
     assert packed <= 3e6
 
 
-@browser_only
+@browser_test
 def test_the_page_decodes_as_pytorch(page, shipped, models):
     """50 test-set sentences and 20 hand-written ones: the same tokens, weights within 1e-4."""
     _, data, test = shipped
@@ -218,7 +216,7 @@ def test_the_page_decodes_as_pytorch(page, shipped, models):
     assert worst < 1e-4 and right >= 45
 
 
-@browser_only
+@browser_test
 def test_typing_translates_and_unknown_words_are_named(page):
     _ready(page)
     box = page.locator('[data-control="source"]')
@@ -241,7 +239,7 @@ def test_typing_translates_and_unknown_words_are_named(page):
     assert page.locator(".ac-translator-output").inner_text() == "四十一万二千"
 
 
-@browser_only
+@browser_test
 def test_the_head_view_shows_the_chosen_layer_and_head(page):
     if page.model != "transformer":
         pytest.skip("the Bahdanau decoder has one attention, drawn as a heatmap")
@@ -262,7 +260,7 @@ def test_the_head_view_shows_the_chosen_layer_and_head(page):
         assert page.locator('option[value="all"]').text_content() == text
 
 
-@browser_only
+@browser_test
 def test_a_phone_can_use_it(page):
     page.set_viewport_size({"width": 390, "height": 800})
     _ready(page)

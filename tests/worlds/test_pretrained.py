@@ -55,7 +55,7 @@ def test_the_recipe_is_chapter_4s_call(name, kind):
     _, model_args, train_args = pretrained.RECIPES[name]
     assert model_args == dict(kind=kind, embed_size=32, num_hiddens=128)
     assert train_args == dict(epochs=4, batch_size=128, lr=0.01)
-    chapter = (pretrained.Path(__file__).parents[1] / "chapters" / "04_seq2seq_attention.ipynb")
+    chapter = (pretrained.Path(__file__).parents[2] / "chapters" / "04_seq2seq_attention.ipynb")
     text = chapter.read_text(encoding="utf-8")
     assert "embed_size=32" in text and "num_hiddens=128" in text
     assert "epochs=4, batch_size=128, lr=0.01" in text
@@ -94,7 +94,7 @@ def test_the_transformer_recipe_is_chapter_8s_call():
     assert model_args == dict(kind="transformer", num_hiddens=64, ffn_num_hiddens=128,
                               num_heads=4, num_blks=2)
     assert train_args == dict(epochs=10, batch_size=128, lr=0.005, warmup=150)
-    chapter = pretrained.Path(__file__).parents[1] / "chapters" / "08_transformer.ipynb"
+    chapter = pretrained.Path(__file__).parents[2] / "chapters" / "08_transformer.ipynb"
     text = chapter.read_text(encoding="utf-8")
     assert "num_hiddens=64" in text and "ffn_num_hiddens=128, num_heads=4, num_blks=2" in text
     assert "EPOCHS, BATCH, WARMUP = 10, 128, 150" in text
@@ -123,7 +123,7 @@ def test_the_captioner_recipe_is_chapter_10s_call():
     _, model_args, train_args = pretrained.CAPTIONERS
     assert model_args == dict(embed_size=32, num_hiddens=96, image_size=32)
     assert train_args == dict(seed=0, epochs=4, batch_size=32, lr=0.01)
-    chapter = pretrained.Path(__file__).parents[1] / "chapters" / "10_attention_over_images.ipynb"
+    chapter = pretrained.Path(__file__).parents[2] / "chapters" / "10_attention_over_images.ipynb"
     text = chapter.read_text(encoding="utf-8")
     assert text.count("embed_size=32, num_hiddens=96, image_size=32") >= 2  # soft and hard
     assert "train_captioners([captioner, hard_captioner], train, vocab, seed=0," in text
@@ -174,7 +174,7 @@ def test_the_fetch_recipe_is_chapter_7s_call():
     assert model_args == dict(task=FetchTask(n_items=8, n_labels=16), num_hiddens=32)
     assert heads == ((1, 1), (2, 2), (4, 4), (8, 8), (8, 2), (8, 1), (4, 1))
     assert train_args == dict(seed=0)
-    chapter = pretrained.Path(__file__).parents[1] / "chapters" / "07_multihead_attention.ipynb"
+    chapter = pretrained.Path(__file__).parents[2] / "chapters" / "07_multihead_attention.ipynb"
     text = chapter.read_text(encoding="utf-8")
     assert "task = FetchTask(n_items=8, n_labels=16)" in text
     assert "for h in (1, 2, 4, 8):" in text and "num_hiddens=32, num_heads=h)" in text

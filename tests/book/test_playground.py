@@ -16,7 +16,7 @@ from attention_core.book.playground import (BETAS, EXTENT, SCORES, additive_scor
                                             static_playground_html)
 from attention_core.book.plot import use_house_style
 from attention_core.scoring import CosineScore, DotScore, ScaledDotScore
-from test_site import CHROMIUM, FLAGS
+from browser import CHROMIUM, FLAGS, browser_test
 
 KEYS = [[-2.0, 1.0], [-0.5, 2.0], [1.0, 1.5], [2.0, -1.0], [0.0, -2.0]]
 VALUES = [1.0, 2.0, 3.0, 4.0, 5.0]
@@ -89,7 +89,6 @@ def test_jupyter_face_and_page_face_in_one_output():
 
 # --- in Chromium -----------------------------------------------------------------------------
 
-browser_only = pytest.mark.skipif(not CHROMIUM, reason="no Chromium: apt-get install chromium")
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +134,7 @@ def _gap(shown, state):
                abs(shown["output"] - output.item()))
 
 
-@browser_only
+@browser_test
 def test_the_page_computes_what_pytorch_computes_on_random_configurations(page):
     rng = random.Random(0)
     worst = 0.0
@@ -152,7 +151,7 @@ def test_the_page_computes_what_pytorch_computes_on_random_configurations(page):
     assert worst < 1e-12
 
 
-@browser_only
+@browser_test
 def test_dragging_the_query_recomputes_and_the_table_shows_it(page):
     before = _js(page, "pg.state()")
     box = page.locator("[data-point=q]").bounding_box()
@@ -172,7 +171,7 @@ def test_dragging_the_query_recomputes_and_the_table_shows_it(page):
     assert page.locator("[data-show=output]").inner_text() == f"{shown['output']:.3f}"
 
 
-@browser_only
+@browser_test
 def test_controls_and_arrow_keys_recompute(page):
     page.select_option("[data-control=score]", "cosine")
     page.locator("[data-control=beta]").evaluate(
@@ -189,7 +188,7 @@ def test_controls_and_arrow_keys_recompute(page):
     assert page.locator("[data-show=beta]").inner_text() == "8"
 
 
-@browser_only
+@browser_test
 def test_fits_a_phone(page):
     page.set_viewport_size({"width": 390, "height": 800})
     overflow = page.evaluate("""() => [...document.querySelectorAll('.ac-playground *')]
@@ -198,7 +197,7 @@ def test_fits_a_phone(page):
     assert overflow == 0
 
 
-@browser_only
+@browser_test
 def test_reset_brings_back_the_first_state(page):
     page.locator("[data-point=q]").focus()
     page.keyboard.press("ArrowUp")
