@@ -27,7 +27,7 @@ Masks are boolean, True where a query may attend to a key (torch SDPA's polarity
 """
 from .attention import (BACKENDS, AdditiveAttention, DotProductAttention, ScoredAttention,
                         SelfAttention, attend)
-from .book.runtime import get_device, set_seed
+from .runtime import get_device, set_seed
 from .efficient import chunked_attention, linear_attention, online_softmax, sliding_window_attention
 from . import triton_attention  # registers attend's "triton" backend; imports no triton
 from .masking import causal_mask, masked_softmax, valid_lens_to_mask

@@ -23,10 +23,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._checks import (check_choice, check_in_features, check_positive_int, check_probability,
-                      check_layer_args, check_qkv, check_sequence, check_tensor, leading_shapes)
-from .masking import causal_mask, padding_mask, softmax_over
+from .contracts import (broadcast_like_torch, contract, grouped_heads, in_features, instance_of,
+                        leading_shapes, lengths, one_of, positive_int, probability, require,
+                        scores_mask)
+from .masking import causal_mask, masked_softmax, padding_mask
 from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
+
+__all__ = ["attend", "BACKENDS", "DotProductAttention", "AdditiveAttention", "ScoredAttention",
+           "SelfAttention"]
 
 
 def share_kv_heads(queries, keys, values):
@@ -72,7 +76,7 @@ def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=N
         causal = causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device)
         mask = causal if mask is None else mask & causal
     # 2. normalise: a softmax over the keys each query may see
-    weights = softmax_over(scores, mask)                                 # (B, [h,] n_q, n_k)
+    weights = masked_softmax.__wrapped__(scores, mask=mask)              # (B, [h,] n_q, n_k)
     # 3. average the values with the weights
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return dropped @ values, weights                                     # (B, [h,] n_q, d_v)
@@ -106,16 +110,30 @@ BACKENDS: dict[str, Callable] = {"math": math_attention, "sdpa": sdpa_attention}
 """The ways to compute attention, by name; each returns (output, weights or None)."""
 
 
+@contract(queries="*lead_q n_q d", keys="*lead_k n_k d_k", values="*lead_v n_k d_v",
+          mask=scores_mask, dropout_p=probability, backend=one_of(BACKENDS),
+          where=[broadcast_like_torch,
+                 require(lambda queries, keys, score: score is not None
+                         or keys.shape[-1] == queries.shape[-1],
+                         lambda q, k, score: f"keys has size {k.shape[-1]} in dimension "
+                         f"{k.dim() - 1} (shape {tuple(k.shape)}), but the feature size of "
+                         f"queries is {q.shape[-1]}"),
+                 require(lambda backend, need_weights, score: backend in (None, "math")
+                         or not (need_weights or score is not None),
+                         lambda backend, need_weights, score: f"backend {backend!r} computes "
+                         f"the scaled dot product and returns no weights; need_weights and "
+                         f"score need backend='math'")])
 def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=None,
            score: Callable | None = None, dropout_p: float = 0.0, need_weights: bool = False,
            backend: str | None = None, enable_gqa: bool = False):
     """Attention, the one function every layer of the book calls.
 
-    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v); their leading
-    axes broadcast as in ``F.scaled_dot_product_attention`` (right-aligned, 1 against any size,
-    e.g. queries (h, n_q, d) against keys (B, h, n_k, d)), and keys/values may have h_kv heads
-    dividing h (grouped-query attention; recognised from the shapes, whatever ``enable_gqa``
-    says, which is accepted for torch's signature).
+    queries (*lead_q, n_q, d), keys (*lead_k, n_k, d_k), values (*lead_v, n_k, d_v): the
+    leading axes, e.g. (B, h), broadcast as in ``F.scaled_dot_product_attention``
+    (right-aligned, 1 against any size, e.g. queries (h, n_q, d) against keys (B, h, n_k, d)),
+    and keys/values may have h_kv heads dividing h (grouped-query attention; recognised from
+    the shapes, whatever ``enable_gqa`` says, which is accepted for torch's signature); d_k = d
+    unless ``score`` is given.
     mask: None; boolean, True = may attend; or float, added to the scores (-inf hides a key), as
     torch documents ``attn_mask``; broadcastable to (B, [h,] n_q, n_k).
     is_causal: query i may also not see keys j > i (top-left aligned, as in torch); unlike
@@ -128,55 +146,12 @@ def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=N
     Returns (output (B, [h,] n_q, d_v), weights (B, [h,] n_q, n_k) or None). A query with no
     key to attend to gets zero weights and a zero output on every backend.
     """
-    _check_attend(queries, keys, values, mask, score, dropout_p, need_weights, backend)
-    return _attend(queries, keys, values, mask, is_causal=is_causal, scale=scale, score=score,
-                   dropout_p=dropout_p, need_weights=need_weights, backend=backend)
-
-
-def _attend(queries, keys, values, mask=None, *, is_causal=False, scale=None, score=None,
-            dropout_p=0.0, need_weights=False, backend=None):
-    """``attend`` without the checks, for layers that validated their inputs at the door."""
     if need_weights or score is not None:
         backend = "math"
     queries, keys, values = broadcast_batch(queries, keys, values)
     kwargs = {"score": score} if score is not None else {}
     return BACKENDS[backend or "sdpa"](queries, keys, values, mask, is_causal=is_causal,
                                        scale=scale, dropout_p=dropout_p, **kwargs)
-
-
-def _check_attend(queries, keys, values, mask, score, dropout_p, need_weights, backend) -> None:
-    """The door of ``attend``: the tensors, the mask, the dropout and the backend."""
-    check_qkv(queries, keys, values, any_rank=True, same_qk_size=score is None, broadcast=True)
-    check_mask(mask, queries, keys, values)
-    check_probability("dropout_p", dropout_p)
-    if backend is not None:
-        check_choice("backend", backend, BACKENDS)
-        if backend != "math" and (need_weights or score is not None):
-            raise ValueError(f"backend {backend!r} computes the scaled dot product and returns "
-                             f"no weights; need_weights and score need backend='math'")
-
-
-def check_mask(mask, queries, keys, values=None) -> None:
-    """Require a boolean (True = may attend) or float (added to the scores) mask that broadcasts
-    against the scores (B, [h,] n_q, n_k), whose leading axes are the queries' broadcast
-    against the keys' and values'."""
-    if mask is None:
-        return
-    check_tensor("mask", mask, floating=False)
-    if mask.dtype != torch.bool and not mask.is_floating_point():
-        raise TypeError(f"mask must be boolean (True = may attend) or floating (added to the "
-                        f"scores), got {mask.dtype}")
-    values = keys if values is None else values
-    lead = leading_shapes(queries.shape, keys.shape, values.shape)
-    scores_shape = (*(queries.shape[:-2] if lead is None else lead[0]), queries.shape[-2],
-                    keys.shape[-2])
-    try:
-        fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
-    except RuntimeError:
-        fits = False
-    if not fits:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
-                         f"shape {scores_shape} (batch, [heads,] n_queries, n_keys)")
 
 
 def dropout_p(module: nn.Module) -> float:
@@ -192,17 +167,18 @@ class DotProductAttention(nn.Module):
     ``self.attention_weights`` (B, [h,] n_q, n_k).
     """
 
+    @contract(dropout=probability)
     def __init__(self, dropout: float = 0.0):
         super().__init__()
-        check_probability("dropout", dropout)
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None
 
+    @contract(queries="B *h n_q d", keys="B *h_kv n_k d", values="B *h_kv n_k d_v",
+              valid_lens=lengths(), where=[grouped_heads])
     def forward(self, queries, keys, values, valid_lens=None):
-        check_qkv(queries, keys, values, any_rank=True)
-        mask = padding_mask(valid_lens, queries, keys)
-        out, self.attention_weights = _attend(queries, keys, values, mask,
-                                              dropout_p=dropout_p(self), need_weights=True)
+        mask = padding_mask(valid_lens, queries, keys.shape[-2])         # (B, [1,] 1|n_q, n_k)
+        out, self.attention_weights = math_attention(queries, keys, values, mask,
+                                                     dropout_p=dropout_p(self))
         return out
 
 
@@ -216,35 +192,35 @@ class AdditiveAttention(nn.Module):
     ``projected_keys``: W_k(keys), for a caller that reuses the same keys at every step.
     """
 
+    @contract(num_hiddens=positive_int, dropout=probability, query_size=positive_int,
+              key_size=positive_int)
     def __init__(self, num_hiddens: int, dropout: float = 0.0, *, query_size: int | None = None,
                  key_size: int | None = None):
         super().__init__()
-        check_layer_args(dropout, num_hiddens=num_hiddens)
         self.W_q = linear(query_size, num_hiddens)
         self.W_k = linear(key_size, num_hiddens)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None
 
-    def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
-        self._check_inputs(queries, keys, values, projected_keys)
+    @property
+    def query_size(self) -> int | None:
+        return in_features(self.W_q)
 
+    @property
+    def key_size(self) -> int | None:
+        return in_features(self.W_k)
+
+    @contract(queries="B n_q self.query_size", keys="B n_k self.key_size", values="B n_k d_v",
+              valid_lens=lengths(), projected_keys="B n_k _")
+    def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
         def score(q, k):
             return additive_scores(self.W_q, self.W_k, self.w_v, q, k, projected_keys)
 
         out, self.attention_weights = math_attention(queries, keys, values,
-                                                     padding_mask(valid_lens, queries, keys),
+                                                     padding_mask(valid_lens, queries, keys.shape[1]),
                                                      score=score, dropout_p=dropout_p(self))
         return out
-
-    def _check_inputs(self, queries, keys, values, projected_keys) -> None:
-        """The door of forward: the tensors, their sizes against W_q and W_k, projected_keys."""
-        check_qkv(queries, keys, values, same_qk_size=False)
-        check_in_features("queries", queries, self.W_q, "query_size")
-        check_in_features("keys", keys, self.W_k, "key_size")
-        if projected_keys is not None and projected_keys.shape[:2] != keys.shape[:2]:
-            raise ValueError(f"projected_keys {tuple(projected_keys.shape)} must match keys "
-                             f"{tuple(keys.shape)} in (batch, n_keys)")
 
 
 class ScoredAttention(nn.Module):
@@ -255,32 +231,22 @@ class ScoredAttention(nn.Module):
     ``self.attention_weights`` (B, n_q, n_k).
     """
 
+    @contract(score=instance_of(ScoreFunction, f"a ScoreFunction (one of "
+                                               f"{sorted(SCORE_FUNCTIONS)})"),
+              dropout=probability)
     def __init__(self, score: ScoreFunction, dropout: float = 0.0):
         super().__init__()
-        _check_score(score, dropout)
         self.score = score
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None
 
+    @contract(queries="B n_q d_q", keys="B n_k d_k", values="B n_k d_v", valid_lens=lengths())
     def forward(self, queries, keys, values, valid_lens=None):
-        self._check_inputs(queries, keys, values)
-        out, self.attention_weights = _attend(queries, keys, values,
-                                              padding_mask(valid_lens, queries, keys),
-                                              score=self.score.formula, dropout_p=dropout_p(self))
+        # the score's own contract checks the sizes it needs (d_q == d_k, or its weights')
+        out, self.attention_weights = math_attention(queries, keys, values,
+                                                     padding_mask(valid_lens, queries, keys.shape[1]),
+                                                     score=self.score, dropout_p=dropout_p(self))
         return out
-
-    def _check_inputs(self, queries, keys, values) -> None:
-        """The door of forward: the tensors, and the sizes this layer's score fixes."""
-        check_qkv(queries, keys, values, same_qk_size=self.score.needs_same_size)
-        self.score.check_sizes(queries, keys)
-
-
-def _check_score(score, dropout) -> None:
-    """The door of ScoredAttention's constructor: a ScoreFunction and a dropout in [0, 1)."""
-    if not isinstance(score, ScoreFunction):
-        raise TypeError(f"score must be a ScoreFunction (one of {sorted(SCORE_FUNCTIONS)}), "
-                        f"got {type(score).__name__}")
-    check_probability("dropout", dropout)
 
 
 class SelfAttention(nn.Module):
@@ -291,18 +257,22 @@ class SelfAttention(nn.Module):
     keeps ``self.attention_weights`` (B, n, n). input_size None makes the projections lazy.
     """
 
+    @contract(num_hiddens=positive_int, dropout=probability, input_size=positive_int)
     def __init__(self, num_hiddens: int, dropout: float = 0.0, *, input_size: int | None = None):
         super().__init__()
-        check_layer_args(dropout, num_hiddens=num_hiddens)
         self.W_q = linear(input_size, num_hiddens)                       # d_in -> d, no bias
         self.W_k = linear(input_size, num_hiddens)
         self.W_v = linear(input_size, num_hiddens)
         self.dropout = nn.Dropout(dropout)
         self.attention_weights = None
 
+    @property
+    def input_size(self) -> int | None:
+        return in_features(self.W_q)
+
+    @contract(X="B n self.input_size", valid_lens=lengths(per="B n", upto="n"))
     def forward(self, X, valid_lens=None):
-        check_sequence("X", X, self.W_q, "input_size")
         Q, K, V = self.W_q(X), self.W_k(X), self.W_v(X)                  # (B, n, d) each
-        mask = padding_mask(valid_lens, Q, K)                             # (B, 1 or n, n) or None
+        mask = padding_mask(valid_lens, Q, K.shape[1])                    # (B, 1 or n, n) or None
         Y, self.attention_weights = math_attention(Q, K, V, mask, dropout_p=dropout_p(self))
         return Y                                   # softmax(Q K^T / sqrt(d)) V: (B, n, d)

@@ -19,9 +19,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._checks import check_positive_int, check_rank, check_tensor
 from .attention import AdditiveAttention
+from .contracts import contract, lengths, positive_int, require
 from .seq2seq import AttentionDecoder, EncoderDecoder
+from .variants import sample_values
+
+__all__ = ["GridEncoder", "SampledAttention", "HardAttentionDecoder", "Captioner",
+           "doubly_stochastic_penalty"]
 
 
 class GridEncoder(nn.Module):
@@ -32,11 +36,12 @@ class GridEncoder(nn.Module):
     forward(images, valid_lens=None) -> (features, state); valid_lens is ignored (every cell
     is there), for the seq2seq encoder signature."""
 
+    @contract(num_hiddens=positive_int, image_size=positive_int, channels=positive_int,
+              where=[require(lambda image_size: image_size % 8 == 0,
+                             lambda image_size: f"image_size={image_size} must be a multiple "
+                             f"of 8 (three 2x2 poolings)")])
     def __init__(self, num_hiddens: int, image_size: int = 48, channels: int = 3):
         super().__init__()
-        check_positive_int(num_hiddens=num_hiddens, image_size=image_size, channels=channels)
-        if image_size % 8:
-            raise ValueError(f"image_size={image_size} must be a multiple of 8 (three 2x2 poolings)")
         widths = [channels, 16, 32, num_hiddens]
         # batch normalization: without it, a captioner trained for a few thousand steps on CPU
         # stalled with half its captions wrong in about half of the seeds tried
@@ -48,26 +53,14 @@ class GridEncoder(nn.Module):
         self.init = nn.Linear(num_hiddens, num_hiddens)
         self.image_size, self.channels = image_size, channels
 
+    @contract(images="B self.channels self.image_size self.image_size")
     def forward(self, images, valid_lens=None):
-        _check_images(images, self.channels, self.image_size)
-        return self._encode(images)
-
-    def _encode(self, images):
-        """The annotations and the first state, for images already checked."""
+        """The annotations a_i and the decoder's first state."""
         X = images
         for conv_bn in self.convs:                                   # convolution, batch norm
             X = F.max_pool2d(F.relu(conv_bn(X)), 2)
         features = X.flatten(2).transpose(1, 2) + self.cells        # (B, g * g, d)
         return features, torch.tanh(self.init(features.mean(1)))[None]
-
-
-def _check_images(images, channels: int, image_size: int) -> None:
-    """The door of the grid encoder: (B, C, image_size, image_size) floats."""
-    check_tensor("images", images)
-    check_rank("images", images, 4, "(batch, channels, height, width)")
-    if tuple(images.shape[1:]) != (channels, image_size, image_size):
-        raise ValueError(f"images must be (batch, {channels}, {image_size}, {image_size}) as the "
-                         f"encoder was built, got shape {tuple(images.shape)}")
 
 
 class SampledAttention(AdditiveAttention):
@@ -81,14 +74,11 @@ class SampledAttention(AdditiveAttention):
         self.log_probs = []
 
     def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
-        super().forward(queries, keys, values, valid_lens, projected_keys)   # alpha
-        weights = self.attention_weights                                       # (B, n_q, n_k)
-        if self.training:
-            index = torch.multinomial(weights.detach().flatten(0, 1), 1).view(weights.shape[:2])
-        else:
-            index = weights.argmax(-1)                                         # (B, n_q)
-        self.log_probs.append(torch.log(weights.gather(2, index[..., None]).squeeze(-1)))
-        return values.gather(1, index[..., None].expand(-1, -1, values.shape[-1]))   # v_i
+        super().forward(queries, keys, values, valid_lens, projected_keys)   # alpha, checked
+        output, _, log_prob = sample_values.__wrapped__(self.attention_weights, values,
+                                                        greedy=not self.training)
+        self.log_probs.append(log_prob)                       # log alpha_i: (B, n_q)
+        return output                                         # v_i: (B, n_q, d_v)
 
 
 class HardAttentionDecoder(AttentionDecoder):
@@ -124,6 +114,7 @@ class Captioner(EncoderDecoder):
         return super().forward(images, tokens, None)  # every cell of the grid is there
 
 
+@contract(weights="B n cells", valid_lens=lengths(per="B", upto="n"))
 def doubly_stochastic_penalty(weights, valid_lens=None):
     """sum_i (1 - sum_t alpha_ti)^2 per image, averaged over the batch: weights (B, n, cells);
     steps at or past ``valid_lens`` (B,) (padding) count for nothing."""

@@ -16,7 +16,17 @@ import dataclasses
 
 import torch
 
-from ._checks import check_positive_int, check_rank, check_tensor
+from .contracts import contract, lengths, non_negative, positive_int, require, tensor
+
+__all__ = ["DecoderState", "evaluating", "start", "greedy_decode", "beam_search",
+           "sequence_log_prob", "decoder_input"]
+
+# a batch of source sentences (B, n_src) with one length each, or, without lengths, any batch
+# the encoder reads (images, for a captioner)
+SOURCE = dict(src=tensor("B *rest", "any"), src_valid_lens=lengths(per="B", upto="n_src"),
+              where=[require(lambda src, src_valid_lens: src_valid_lens is None or src.dim() == 2,
+                             lambda src, lens: f"src must be (batch, n_src) token indices, got "
+                             f"shape {tuple(src.shape)}")])
 
 
 @dataclasses.dataclass
@@ -53,39 +63,24 @@ def evaluating(model: torch.nn.Module):
         model.train(was_training)
 
 
-def _check_source(src, src_valid_lens) -> None:
-    """The decoders' door: src (B, n_src) token indices and one length per sentence; or, with
-    src_valid_lens None, any batch the model's encoder reads (images, for a captioner)."""
-    if src_valid_lens is None:
-        check_tensor("src", src, floating=False)   # a tensor of any dtype
-        check_rank("src", src, range(1, 9), "a batch (batch, ...)")
-        return
-    check_tensor("src", src, floating=False)
-    check_rank("src", src, 2, "(batch, n_src) token indices")
-    shape = torch.as_tensor(src_valid_lens).shape
-    if shape != (src.shape[0],):
-        raise ValueError(f"src_valid_lens must be ({src.shape[0]},), one length per sentence, "
-                         f"got shape {tuple(shape)}")
-
-
+@contract(**SOURCE)
 def start(model, src, src_valid_lens):
     """Encode ``src`` (B, n_src), or with src_valid_lens None any batch the encoder reads (every
     position valid), and return the decoder's initial state."""
-    _check_source(src, src_valid_lens)
     if src_valid_lens is not None:
         src_valid_lens = torch.as_tensor(src_valid_lens, device=src.device)  # (B,)
     return model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens)
 
 
+@contract(**SOURCE, max_len=positive_int)
 def greedy_decode(model, src, src_valid_lens, bos: int, eos: int, max_len: int = 60):
     """Translate a batch by always taking the most likely next token.
 
     Returns (tokens (B, steps), with everything after <eos> set to <eos>; attention weights
     (B, steps, n_src), or None for a decoder that keeps no ``attention_weights``).
     """
-    check_positive_int(max_len=max_len)
     with evaluating(model):
-        state = start(model, src, src_valid_lens)  # encode once: the decoder's initial state
+        state = start.__wrapped__(model, src, src_valid_lens)  # encode once: the initial state
         token = torch.full((src.shape[0], 1), bos, dtype=torch.long, device=src.device)  # (B, 1)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,): ended
         tokens, weights = [], []
@@ -102,6 +97,8 @@ def greedy_decode(model, src, src_valid_lens, bos: int, eos: int, max_len: int =
     return torch.cat(tokens, 1), (torch.cat(weights, 1) if weights else None)
 
 
+@contract(src=tensor("1 n_src", "any", "(one sentence)"), beam_size=positive_int,
+          max_len=positive_int, length_penalty=non_negative)
 def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int = 4,
                 max_len: int = 60, length_penalty: float = 0.0):
     """Translate one sentence (src (1, n_src)) keeping the ``beam_size`` best partial outputs.
@@ -116,13 +113,11 @@ def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int =
     Returns (tokens without <eos>, log-probability of tokens + <eos>). A sentence that never
     ends within ``max_len`` returns its best unfinished hypothesis.
     """
-    _check_beam(src, beam_size, max_len, length_penalty)
-
     def score(log_prob, length):  # length counts the tokens and the final <eos>
         return log_prob / length**length_penalty
 
     with evaluating(model):
-        state = start(model, src, torch.as_tensor(src_valid_lens).reshape(1))
+        state = start.__wrapped__(model, src, torch.as_tensor(src_valid_lens).reshape(1))
         beams, finished = [([], 0.0)], []  # (tokens, log-probability)
         for step in range(1, max_len + 1):
             last = torch.tensor([[toks[-1] if toks else bos] for toks, _ in beams], device=src.device)
@@ -149,34 +144,22 @@ def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int =
     return max(candidates, key=lambda c: score(c[1], len(c[0]) + 1))
 
 
-def _check_beam(src, beam_size, max_len, length_penalty) -> None:
-    check_positive_int(beam_size=beam_size, max_len=max_len)
-    if src.dim() != 2 or src.shape[0] != 1:
-        raise ValueError(f"beam_search translates one sentence: src must be (1, n_src), "
-                         f"got shape {tuple(src.shape)}")
-    if length_penalty < 0:
-        raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
-
-
-def _check_tokens(tokens) -> None:
-    check_tensor("tokens", tokens, floating=False)
-    check_rank("tokens", tokens, 2, "(batch, n) token indices")
-
-
+@contract(**SOURCE, tokens=tensor("B n", "int", "token indices"))
 def sequence_log_prob(model, src, src_valid_lens, tokens, bos: int, eos: int):
     """log P(tokens + <eos> | src) under the model, for each sentence of a batch.
 
     tokens: (B, n) target indices without <bos>/<eos>, all of length n. Returns (B,).
     """
-    _check_tokens(tokens)
     ends = torch.full((tokens.shape[0], 1), eos, dtype=tokens.dtype, device=tokens.device)
     tgt = torch.cat([tokens, ends], dim=1)  # (an empty output is <eos> alone)
     with evaluating(model):
-        logits, _ = model.decoder(decoder_input(tgt, bos), start(model, src, src_valid_lens))
+        state = start.__wrapped__(model, src, src_valid_lens)
+        logits, _ = model.decoder(decoder_input(tgt, bos), state)
         log_probs = torch.log_softmax(logits.float(), -1)
     return log_probs.gather(2, tgt[..., None]).squeeze(-1).sum(1)
 
 
+@contract(tgt=tensor("B n", "int", "token indices"))
 def decoder_input(tgt, bos: int):
     """Teacher forcing: the decoder reads <bos> followed by the target shifted right by one.
 

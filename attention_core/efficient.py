@@ -22,29 +22,20 @@ import math
 import torch
 from torch.nn import functional as F
 
-from ._checks import check_positive_int, check_qkv, check_tensor
-from .attention import BACKENDS, check_mask, share_kv_heads
-from .masking import padding_mask, softmax_over
+from .attention import BACKENDS, share_kv_heads
+from .contracts import (contract, grouped_heads, lengths, positive_int, require, scores_mask)
+from .masking import masked_softmax, padding_mask
+
+__all__ = ["softmax_statistics", "online_softmax", "chunked_attention",
+           "sliding_window_attention", "linear_attention"]
 
 
 # ---- the online softmax ----------------------------------------------------------------
-def _check_blocks(x, block_size) -> None:
-    """The door of softmax_statistics: a tensor and a positive int block size."""
-    check_tensor("x", x)
-    check_positive_int(block_size=block_size)
-
-
+@contract(x="*lead n", block_size=positive_int)
 def softmax_statistics(x: torch.Tensor, block_size: int = 128):
     """One pass over the last axis in blocks: the running maximum m and the running sum
     l = sum_j exp(x_j - m), rescaled whenever the maximum grows:
     l <- l * exp(m_old - m_new) + sum_block exp(x_j - m_new). Returns (m, l), each (...,)."""
-    _check_blocks(x, block_size)
-    return _softmax_statistics(x, block_size)
-
-
-def _softmax_statistics(x, block_size):
-    """softmax_statistics after its checks: m = max_j x_j and l = sum_j exp(x_j - m) in one
-    pass over blocks of x's last axis, l rescaled by exp(m - m_new) when the maximum grows."""
     m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)  # (...,)
     l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)                # (...,)
     for start in range(0, x.shape[-1], block_size):
@@ -55,9 +46,10 @@ def _softmax_statistics(x, block_size):
     return m, l
 
 
+@contract(x="*lead n", block_size=positive_int)
 def online_softmax(x: torch.Tensor, block_size: int = 128) -> torch.Tensor:
     """softmax over the last axis from the streamed statistics: exp(x - m) / l."""
-    m, l = softmax_statistics(x, block_size)
+    m, l = softmax_statistics.__wrapped__(x, block_size)
     return torch.exp(x - m[..., None]) / l[..., None]
 
 
@@ -203,13 +195,8 @@ def _chunked(queries, keys, values, mask=None, *, is_causal=False, scale=None, b
     return _ChunkedAttention.apply(queries, keys, values, mask, is_causal, scale, block_size)
 
 
-def _check_chunked(queries, keys, values, mask, block_size) -> None:
-    """The door of chunked_attention: queries, keys, values, the mask and the block size."""
-    check_qkv(queries, keys, values, any_rank=True)
-    check_positive_int(block_size=block_size)
-    check_mask(mask, queries, keys)
-
-
+@contract(queries="B *h n_q d", keys="B *h_kv n_k d", values="B *h_kv n_k d_v",
+          valid_lens=lengths(), mask=scores_mask, block_size=positive_int, where=[grouped_heads])
 def chunked_attention(queries, keys, values, valid_lens=None, *, is_causal: bool = False,
                       mask=None, scale=None, block_size: int = 256) -> torch.Tensor:
     """Exact scaled dot-product attention from (block_size, block_size) tiles, differentiable.
@@ -223,19 +210,18 @@ def chunked_attention(queries, keys, values, valid_lens=None, *, is_causal: bool
     block, 256, fits a tile's working set (4 b d + b^2 float32 numbers at d = 64) in a 1 MiB L2
     cache. Returns (B, [h,] n_q, d_v); a query with no key gets zeros, and zero gradients.
     """
-    _check_chunked(queries, keys, values, mask, block_size)
-    lens_mask = padding_mask(valid_lens, queries, keys)                 # (B, 1.., 1|n_q, n_k)
+    lens_mask = padding_mask(valid_lens, queries, keys.shape[-2])       # (B, 1.., 1|n_q, n_k)
     if lens_mask is not None:
         mask = lens_mask if mask is None else mask & lens_mask
     return _chunked(queries, keys, values, mask, is_causal=is_causal, scale=scale,
                     block_size=block_size)
 
 
+@contract(where=[require(lambda dropout_p: dropout_p == 0, "the chunked backend applies no "
+                         "dropout to the weights: use backend='math' or 'sdpa' in training with "
+                         "dropout")])
 def _chunked_backend(queries, keys, values, mask=None, *, is_causal=False, scale=None,
                      dropout_p=0.0):
-    if dropout_p > 0:
-        raise ValueError("the chunked backend applies no dropout to the weights: use "
-                         "backend='math' or 'sdpa' in training with dropout")
     return _chunked(queries, keys, values, mask, is_causal=is_causal, scale=scale), None
 
 
@@ -243,28 +229,8 @@ BACKENDS["chunked"] = _chunked_backend
 
 
 # ---- sliding windows --------------------------------------------------------------------
-def _check_window(queries, keys, values, window) -> None:
-    """The door of sliding_window_attention: self-attention-shaped inputs, a positive window."""
-    check_qkv(queries, keys, values, any_rank=True)
-    check_positive_int(window=window)
-    n = queries.shape[-2]
-    if keys.shape[-2] != n:
-        raise ValueError(f"sliding_window_attention is for self-attention: queries have {n} "
-                         f"positions (shape {tuple(queries.shape)}) and keys "
-                         f"{keys.shape[-2]} (shape {tuple(keys.shape)})")
-
-
-def _window_limit(valid_lens, queries, keys):
-    """None, or each sequence's valid length shaped (B, 1.., 1, 1, 1) to compare with key
-    positions laid out as (..., blocks, w, 3w)."""
-    if valid_lens is None:
-        return None
-    lens = padding_mask(valid_lens, queries, keys)                              # (B, 1.., 1|n, n)
-    if lens.shape[-2] != 1:
-        raise ValueError("sliding_window_attention takes one valid length per sequence, (B,)")
-    return lens.sum(-1, keepdim=True)[..., None]
-
-
+@contract(queries="B *h n d", keys="B *h_kv n d", values="B *h_kv n d_v", window=positive_int,
+          valid_lens=lengths(per="B", upto="n"), where=[grouped_heads])
 def sliding_window_attention(queries, keys, values, window: int, *, is_causal: bool = False,
                              valid_lens=None, scale=None) -> torch.Tensor:
     """Each query i attends to the keys j with ``|i - j| <= window`` (i - window <= j <= i when
@@ -274,7 +240,6 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
     ones before and after it, so scores are (n / window) tiles of (window, 3 window): time and
     memory grow linearly in n. Returns (B, [h,] n, d_v).
     """
-    _check_window(queries, keys, values, window)
     n = queries.shape[-2]
     keys, values = share_kv_heads(queries, keys, values)
     w = window
@@ -288,7 +253,8 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
 
     q = F.pad(queries, (0, 0, 0, pad_end)).unflatten(-2, (blocks, w))        # (..., blocks, w, d)
     kw, vw = windows(keys), windows(values)                                    # views, no copy
-    limit = _window_limit(valid_lens, queries, keys)                           # (B, 1.., 1, 1, 1)
+    lens = padding_mask(valid_lens, queries, n)                                # (B, 1.., 1, n)
+    limit = None if lens is None else lens.sum(-1, keepdim=True)[..., None]    # (B, 1.., 1, 1, 1)
     # a group of blocks at a time, so the scores held never exceed ~1M numbers whatever n is
     group = max(1, 1_000_000 // (w * 3 * w * max(1, q[..., :1, :1, :1].numel())))
     outs = []
@@ -301,17 +267,14 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
         allowed = (j >= 0) & (j < n) & (j >= i - w) & ((j <= i) if is_causal else (j <= i + w))
         if limit is not None:
             allowed = allowed & (j < limit)
-        outs.append(softmax_over(scores, allowed) @ vw[..., b0:b1, :, :])      # no key: zeros
+        weights = masked_softmax.__wrapped__(scores, mask=allowed)              # no key: zeros
+        outs.append(weights @ vw[..., b0:b1, :, :])
     return torch.cat(outs, dim=-3).flatten(-3, -2)[..., :n, :]
 
 
 # ---- linear attention -------------------------------------------------------------------
-def _check_linear(queries, keys, values, chunk_size) -> None:
-    """The door of linear_attention: queries, keys, values and a positive chunk size."""
-    check_qkv(queries, keys, values, any_rank=True)
-    check_positive_int(chunk_size=chunk_size)
-
-
+@contract(queries="B *h n_q d", keys="B *h_kv n_k d", values="B *h_kv n_k d_v",
+          chunk_size=positive_int, where=[grouped_heads])
 def linear_attention(queries, keys, values, *, is_causal: bool = False, chunk_size: int = 64,
                      eps: float = 1e-6) -> torch.Tensor:
     """Attention with the kernel phi(q).phi(k), phi = elu + 1, in place of exp(q.k / sqrt(d)):
@@ -319,7 +282,6 @@ def linear_attention(queries, keys, values, *, is_causal: bool = False, chunk_si
     over all j (or j <= i when causal). S is (d, d_v): the cost is O(n d d_v), linear in n.
     Causal attention carries S and z from chunk to chunk and is exact within each chunk.
     """
-    _check_linear(queries, keys, values, chunk_size)
     keys, values = share_kv_heads(queries, keys, values)
     q, k = F.elu(queries) + 1, F.elu(keys) + 1
     if not is_causal:

@@ -9,11 +9,23 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import (check_in_features, check_positive_int, check_probability, check_qkv,
-                      check_tensor)
 from .attention import dropout_p, math_attention, sdpa_attention
+from .contracts import (contract, divides, in_features, lengths, mask_for, positive_int,
+                        probability, require, tensor)
 from .masking import padding_mask
 from .scoring import linear
+
+__all__ = ["MultiHeadAttention", "kv_cache_bytes"]
+
+
+def _head_mask_fits(queries, head_mask, self) -> bool:
+    return head_mask is None or tuple(head_mask.shape) in (
+        (self.num_heads,), (queries.shape[0], self.num_heads))
+
+
+def _head_mask_message(queries, head_mask, self) -> str:
+    return (f"head_mask of shape {tuple(head_mask.shape)} must be ({self.num_heads},) or "
+            f"({queries.shape[0]}, {self.num_heads}): one factor per head")
 
 
 class MultiHeadAttention(nn.Module):
@@ -36,13 +48,19 @@ class MultiHeadAttention(nn.Module):
     ``self.attention_weights`` (B, h, n_q, n_k). Sizes left as None make the projections lazy.
     """
 
+    @contract(num_hiddens=positive_int, num_heads=positive_int, dropout=probability,
+              num_kv_heads=positive_int, query_size=positive_int, key_size=positive_int,
+              value_size=positive_int,
+              where=[require(lambda num_hiddens, num_heads: num_hiddens % num_heads == 0,
+                             lambda d, h: f"num_hiddens ({d}) must be divisible by num_heads ({h})"),
+                     divides("num_kv_heads", "num_heads", ": each key/value head serves a whole "
+                             "group of query heads")])
     def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
                  bias: bool = False, num_kv_heads: int | None = None, *,
                  query_size: int | None = None, key_size: int | None = None,
                  value_size: int | None = None, need_weights: bool = False):
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        _check_sizes(num_hiddens, num_heads, num_kv_heads, dropout)
         self.num_heads, self.num_kv_heads = num_heads, num_kv_heads
         d_kv = num_hiddens // num_heads * num_kv_heads
         self.W_q = linear(query_size, num_hiddens, bias)
@@ -52,6 +70,18 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.need_weights = need_weights
         self.attention_weights = None
+
+    @property
+    def query_size(self) -> int | None:
+        return in_features(self.W_q)
+
+    @property
+    def key_size(self) -> int | None:
+        return in_features(self.W_k)
+
+    @property
+    def value_size(self) -> int | None:
+        return in_features(self.W_v)
 
     @staticmethod
     def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -76,20 +106,26 @@ class MultiHeadAttention(nn.Module):
         return (self.split_heads(self.W_k(keys), self.num_kv_heads),
                 self.split_heads(self.W_v(values), self.num_kv_heads))
 
+    @contract(queries="B n_q self.query_size", keys="B n_k self.key_size",
+              values="B n_k self.value_size", valid_lens=lengths(),
+              head_mask=tensor("*b _", "any"),
+              where=[require(_head_mask_fits, _head_mask_message)])
     def forward(self, queries, keys, values, valid_lens=None, need_weights=None, *,
                 is_causal: bool = False, head_mask=None):
-        _check_inputs(self, queries, keys, values, head_mask)
-        q = self.split_heads(self.W_q(queries), self.num_heads)    # (B, h, n_q, d_head)
-        k = self.split_heads(self.W_k(keys), self.num_kv_heads)    # (B, h_kv, n_k, d_head)
-        v = self.split_heads(self.W_v(values), self.num_kv_heads)  # (B, h_kv, n_k, d_head)
-        mask = padding_mask(valid_lens, q, k)  # None or (B, 1, 1 or n_q, n_k): one for all heads
+        q = self.project_queries(queries)                       # (B, h, n_q, d_head)
+        k, v = self.project_kv(keys, values)                    # (B, h_kv, n_k, d_head)
+        mask = padding_mask(valid_lens, q, k.shape[2])  # None or (B, 1, 1|n_q, n_k): all heads
         return self.attend_heads(q, k, v, mask, is_causal=is_causal, need_weights=need_weights,
                                  head_mask=head_mask)              # (B, n_q, num_hiddens)
 
+    @contract(q="B h n_q d_head", k="B h_kv n_k d_head", v="B h_kv n_k d_head",
+              mask=mask_for("q", "k", "v"), head_mask=tensor("*b h", "any"),
+              where=[require(lambda q, k: q.shape[1] % k.shape[1] == 0,
+                             lambda q, k: f"k has {k.shape[1]} heads (shape {tuple(k.shape)}), "
+                             f"which do not divide the {q.shape[1]} heads of q")])
     def attend_heads(self, q, k, v, mask=None, *, is_causal: bool = False,
                      need_weights: bool | None = None, head_mask=None) -> torch.Tensor:
-        """Attention in every head at once (q, k, v from split_heads), then W_o.
-        Unchecked: forward checks its inputs; a caller with its own cache checks its own."""
+        """Attention in every head at once (q, k, v from the projections), then W_o."""
         need_weights = self.need_weights if need_weights is None else need_weights
         # softmax(q k^T / sqrt(d_head)) v with the heads as a batch dimension: step by step,
         # keeping the weights (B, h, n_q, n_k), or torch's fused kernel, which stores none
@@ -101,40 +137,8 @@ class MultiHeadAttention(nn.Module):
         return self.W_o(self.merge_heads(out))  # (B, n_q, num_hiddens)
 
 
-def check_head_mask(head_mask, batch: int, num_heads: int) -> None:
-    """Require None or a tensor of shape (h,) or (B, h): one factor per head (per example)."""
-    if head_mask is None:
-        return
-    check_tensor("head_mask", head_mask, floating=False)
-    if tuple(head_mask.shape) not in ((num_heads,), (batch, num_heads)):
-        raise ValueError(f"head_mask of shape {tuple(head_mask.shape)} must be ({num_heads},) or "
-                         f"({batch}, {num_heads}): one factor per head")
-
-
-def _check_sizes(num_hiddens, num_heads, num_kv_heads, dropout) -> None:
-    """The door of MultiHeadAttention.__init__."""
-    check_positive_int(num_hiddens=num_hiddens, num_heads=num_heads, num_kv_heads=num_kv_heads)
-    if num_hiddens % num_heads:
-        raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by num_heads "
-                         f"({num_heads})")
-    if num_heads % num_kv_heads:
-        raise ValueError(f"num_kv_heads ({num_kv_heads}) must divide num_heads "
-                         f"({num_heads}): each key/value head serves a whole group of "
-                         f"query heads")
-    check_probability("dropout", dropout)
-
-
-def _check_inputs(layer: MultiHeadAttention, queries, keys, values, head_mask) -> None:
-    """The door of MultiHeadAttention.forward: tensors, ranks and sizes that fit the layer."""
-    check_qkv(queries, keys, values, same_qk_size=False)
-    check_in_features("queries", queries, layer.W_q, "query_size")
-    check_in_features("keys", keys, layer.W_k, "key_size")
-    check_in_features("values", values, layer.W_v, "value_size")
-    check_head_mask(head_mask, queries.shape[0], layer.num_heads)
-
-
+@contract(num_layers=positive_int, num_kv_heads=positive_int, d_head=positive_int)
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, d_head: int, dtype=torch.float16) -> int:
     """Bytes a decoder caches per token: a key and a value per layer and key/value head,
     2 * layers * kv_heads * d_head * bytes per number."""
-    check_positive_int(num_layers=num_layers, num_kv_heads=num_kv_heads, d_head=d_head)
     return 2 * num_layers * num_kv_heads * d_head * torch.empty((), dtype=dtype).element_size()

@@ -16,8 +16,10 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_positive, check_rank, check_same, check_tensor
+from .contracts import contract, one_of, positive, positive_or_scalar, require
 from .masking import masked_softmax
+
+__all__ = ["KERNELS", "kernel_scores", "nadaraya_watson", "NWKernelRegression"]
 
 
 def _gaussian(u):      # K(u) = exp(-u^2 / 2)
@@ -42,6 +44,7 @@ KERNELS = {"gaussian": _gaussian, "boxcar": _boxcar,
 """Log-kernels log K(u) by name; -inf marks a key the kernel ignores."""
 
 
+@contract(x_query="n_q", x_train="n_train", kernel=one_of(*KERNELS), bandwidth=positive_or_scalar)
 def kernel_scores(x_query: torch.Tensor, x_train: torch.Tensor, kernel: str = "gaussian",
                   bandwidth=1.0) -> torch.Tensor:
     """Attention scores log K((x_query - x_train) / bandwidth): (n_queries, n_train)."""
@@ -49,28 +52,13 @@ def kernel_scores(x_query: torch.Tensor, x_train: torch.Tensor, kernel: str = "g
     return KERNELS[kernel](u)
 
 
-def check_pooling(x_train, y_train, x_query, kernel: str = "gaussian", bandwidth=1.0,
-                  exclude_self: bool = False) -> None:
-    """Keys x_train and values y_train (n_train,), queries x_query (n_queries,), a known
-    kernel, and a positive bandwidth (a Python number; a tensor is checked for shape only);
-    with exclude_self, the queries must be the training points themselves."""
-    for name, t in (("x_train", x_train), ("y_train", y_train), ("x_query", x_query)):
-        check_tensor(name, t)
-        check_rank(name, t, 1, "a 1-D tensor of scalars (n,)")
-    check_same("device", x_train=x_train, y_train=y_train, x_query=x_query)
-    if x_train.shape != y_train.shape:
-        raise ValueError(f"x_train and y_train must have the same shape, got "
-                         f"{tuple(x_train.shape)} and {tuple(y_train.shape)}")
-    check_choice("kernel", kernel, KERNELS)
-    if isinstance(bandwidth, torch.Tensor):
-        check_rank("bandwidth", bandwidth, 0, "a scalar tensor")
-    else:
-        check_positive("bandwidth", bandwidth)
-    if exclude_self and x_query.shape != x_train.shape:
-        raise ValueError(f"exclude_self needs the queries to be the training points, got "
-                         f"x_query {tuple(x_query.shape)} and x_train {tuple(x_train.shape)}")
-
-
+@contract(x_train="n_train", y_train="n_train", x_query="n_q", kernel=one_of(*KERNELS),
+          bandwidth=positive_or_scalar,
+          where=[require(lambda exclude_self, x_query, x_train: not exclude_self
+                         or x_query.shape == x_train.shape,
+                         lambda exclude_self, q, x: f"exclude_self needs the queries to be the "
+                         f"training points, got x_query {tuple(q.shape)} and x_train "
+                         f"{tuple(x.shape)}")])
 def nadaraya_watson(x_train: torch.Tensor, y_train: torch.Tensor, x_query: torch.Tensor,
                     kernel: str = "gaussian", bandwidth: float = 1.0, exclude_self: bool = False):
     """Nadaraya–Watson estimate at each query point:
@@ -85,12 +73,11 @@ def nadaraya_watson(x_train: torch.Tensor, y_train: torch.Tensor, x_query: torch
     sums to 1, except for a query that no key reaches (a boxcar or Epanechnikov kernel
     narrower than the gap to the nearest key), whose weights and prediction are 0.
     """
-    check_pooling(x_train, y_train, x_query, kernel, bandwidth, exclude_self)
-    scores = kernel_scores(x_query, x_train, kernel, bandwidth)  # (n_queries, n_train): log K
+    scores = kernel_scores.__wrapped__(x_query, x_train, kernel, bandwidth)  # (n_q, n_train)
     mask = None  # True where query i may attend to key j
     if exclude_self:  # leave-one-out: every key but the query's own, (n_train, n_train)
         mask = ~torch.eye(len(x_train), dtype=torch.bool, device=x_train.device)
-    weights = masked_softmax(scores, mask=mask)  # (n_queries, n_train): alpha, rows sum to 1
+    weights = masked_softmax.__wrapped__(scores, mask=mask)  # (n_q, n_train): rows sum to 1
     return weights @ y_train, weights            # (n_queries,): sum_i alpha_i y_i
 
 
@@ -104,9 +91,9 @@ class NWKernelRegression(nn.Module):
     (leave-one-out): otherwise the best "bandwidth" is 0, which just copies each y_i.
     """
 
+    @contract(bandwidth=positive)
     def __init__(self, bandwidth: float = 1.0):
         super().__init__()
-        check_positive("bandwidth", bandwidth)
         self.log_bandwidth = nn.Parameter(torch.tensor(math.log(bandwidth)))  # log sigma
         self.attention_weights = None
 

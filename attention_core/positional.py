@@ -4,23 +4,38 @@ Self-attention is blind to order, so each position i gets a vector added to its 
 embedding: the sinusoidal table of Vaswani et al. (2017), P[i, 2j] = sin(i * w_j),
 P[i, 2j+1] = cos(i * w_j) with angular frequencies w_j = 10000^(-2j/d), or learned vectors.
 Rotary embeddings (RoPE) rotate queries and keys instead of adding anything.
-
-Every public function and layer checks its inputs at the door, in one call to a ``_check_*``
-helper at the end of this module; the bodies read like their formulas.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_probability, check_rank, check_size, check_tensor
+from .contracts import contract, non_negative_int, positive_int, probability, require, tensor
+
+__all__ = ["sinusoidal_table", "frequencies", "rotation_matrix", "PositionalEncoding",
+           "LearnedPositionalEncoding", "RotaryEmbedding"]
 
 
+def _fits_max_len(self, X, offset) -> bool:
+    return offset + X.shape[1] <= self.max_len
+
+
+def _beyond_max_len(self, X, offset) -> str:
+    return (f"X has {X.shape[1]} positions (shape {tuple(X.shape)}) from offset {offset}, "
+            f"beyond max_len={self.max_len}: no position vector exists beyond it")
+
+
+EVEN = require(lambda num_hiddens: num_hiddens % 2 == 0,
+               lambda d: f"num_hiddens must be even (sine and cosine columns come in pairs), got {d}")
+
+
+@contract(max_len=positive_int, num_hiddens=positive_int,
+          where=[require(lambda dtype: dtype.is_floating_point,
+                         lambda dtype: f"dtype must be a floating dtype, got {dtype}", TypeError)])
 def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device=None,
                      base: float = 10000.0):
     """The table P: (max_len, num_hiddens), P[i, 2j] = sin(i w_j) and P[i, 2j+1] = cos(i w_j).
     Columns 2j and 2j+1 share the angular frequency w_j = base^(-2j/d) (``frequencies``)."""
-    _check_table(max_len, num_hiddens, dtype)
     positions = torch.arange(max_len, dtype=dtype, device=device).reshape(-1, 1)  # (max_len, 1)
     # i * w_j: (max_len, ceil(d/2)); dividing by 1 / w_j (rather than multiplying by w_j) keeps
     # the table equal to d2l's bit for bit
@@ -31,44 +46,26 @@ def sinusoidal_table(max_len: int, num_hiddens: int, dtype=torch.float32, device
     return P
 
 
-class AddedPositions(nn.Module):
-    """Base of the encodings that add one vector per position: X + E[offset:offset + n], then
-    dropout.
-
-    forward(X (B, n, num_hiddens), offset=0) -> same shape, for offset + n <= max_len. The
-    offset is the position of X's first row: a decoder that runs one step at a time passes
-    the number of steps already taken, so step t is encoded as position t. A subclass says
-    how to add its vectors in ``add_positions(X, offset)``, the forward without the checks.
-    """
-
-    def __init__(self, num_hiddens: int, dropout: float, max_len: int):
-        super().__init__()
-        _check_added_positions(num_hiddens, dropout, max_len)
-        self.num_hiddens, self.max_len = num_hiddens, max_len
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, X, offset: int = 0):
-        _check_positions_input(X, offset, self.num_hiddens, self.max_len)
-        return self.add_positions(X, offset)
-
-    def add_positions(self, X, offset: int = 0):
-        raise NotImplementedError
-
-
-class PositionalEncoding(AddedPositions):
+class PositionalEncoding(nn.Module):
     """Adds the sinusoidal table to its input, then applies dropout.
 
     forward(X (B, n, num_hiddens), offset=0) -> (B, n, num_hiddens), offset + n <= max_len.
-    The table is ``self.P`` (1, max_len, num_hiddens), a buffer that follows ``.to(device)``.
+    The offset is the position of X's first row: a decoder that runs one step at a time passes
+    the number of steps already taken, so step t is encoded as position t. The table is
+    ``self.P`` (1, max_len, num_hiddens), a buffer that follows ``.to(device)``.
     """
 
+    @contract(num_hiddens=positive_int, dropout=probability, max_len=positive_int)
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000):
-        super().__init__(num_hiddens, dropout, max_len)
+        super().__init__()
+        self.num_hiddens, self.max_len = num_hiddens, max_len
+        self.dropout = nn.Dropout(dropout)
         self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0),
                              persistent=False)
 
-    def add_positions(self, X, offset: int = 0):
-        """The forward after its checks: X + P, then dropout."""
+    @contract(X="B n self.num_hiddens", offset=non_negative_int,
+              where=[require(_fits_max_len, _beyond_max_len)])
+    def forward(self, X, offset: int = 0):
         P = self.P[:, offset:offset + X.shape[1]]  # (1, n, d): positions offset .. offset + n - 1
         return self.dropout(X + P.to(X.dtype))     # (B, n, d): the same P for every sequence
 
@@ -79,11 +76,13 @@ def _periods(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, devic
     return torch.pow(base, j2 / num_hiddens)
 
 
+@contract(num_hiddens=positive_int)
 def frequencies(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, device=None):
     """omega_j = 1 / base^(2j/d) for j = 0 .. ceil(d/2) - 1: the table's angular frequencies."""
     return 1.0 / _periods(num_hiddens, base, dtype, device)
 
 
+@contract(num_hiddens=positive_int, where=[EVEN])
 def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=None):
     """The (d, d) matrix M(delta) with P[i + delta] = M(delta) P[i] for every position i.
 
@@ -96,9 +95,8 @@ def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=
     It does not depend on i: a fixed offset is a fixed linear map. For odd d, the last
     (sine-only) column has no partner, and no such linear map exists; d must be even.
     """
-    _check_even(num_hiddens, "for the rotation property")
     M = torch.zeros(num_hiddens, num_hiddens, dtype=dtype, device=device)
-    angles = delta * frequencies(num_hiddens, dtype=dtype, device=device)  # delta * w_j: (d/2,)
+    angles = delta * frequencies.__wrapped__(num_hiddens, dtype=dtype, device=device)  # (d/2,)
     c, s = torch.cos(angles), torch.sin(angles)
     even = torch.arange(0, num_hiddens, 2, device=device)  # the sine column of each pair
     # block j fills rows and columns 2j (sine) and 2j + 1 (cosine)
@@ -107,20 +105,24 @@ def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=
     return M
 
 
-class LearnedPositionalEncoding(AddedPositions):
+class LearnedPositionalEncoding(nn.Module):
     """Absolute positions as learned vectors (as in BERT and GPT-2): X + E[position].
 
     forward(X (B, n, num_hiddens), offset=0) -> same shape, offset + n <= max_len. Unlike the
     sinusoidal table, nothing is defined beyond max_len: a longer input is an error.
     """
 
+    @contract(num_hiddens=positive_int, dropout=probability, max_len=positive_int)
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 512):
-        super().__init__(num_hiddens, dropout, max_len)
+        super().__init__()
+        self.num_hiddens, self.max_len = num_hiddens, max_len
+        self.dropout = nn.Dropout(dropout)
         self.embedding = nn.Embedding(max_len, num_hiddens)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
-    def add_positions(self, X, offset: int = 0):
-        """The forward after its checks: X + E, then dropout."""
+    @contract(X="B n self.num_hiddens", offset=non_negative_int,
+              where=[require(_fits_max_len, _beyond_max_len)])
+    def forward(self, X, offset: int = 0):
         E = self.embedding.weight[offset:offset + X.shape[1]]  # (n, d): the learned rows
         return self.dropout(X + E.to(X.dtype))                 # (B, n, d)
 
@@ -132,23 +134,21 @@ class RotaryEmbedding(nn.Module):
     i * theta_j, theta_j = base^(-2j/d). Since rotations compose, the score between a query at
     position i and a key at position j, (R_i q) · (R_j k) = q · R_{j-i} k, depends on the
     positions only through j - i.
-    forward(X (B, [h,] n, num_hiddens), positions=None (n,)) -> same shape; num_hiddens
+    forward(X (*lead, n, num_hiddens), positions=None (n,)) -> same shape; num_hiddens
     (the size of each query or key vector, per head) must be even.
     """
 
+    @contract(num_hiddens=positive_int, where=[
+        EVEN, require(lambda base: base > 1, lambda base: f"base must be greater than 1, got {base}")])
     def __init__(self, num_hiddens: int, base: float = 10000.0):
         super().__init__()
-        _check_rotary(num_hiddens, base)
         self.num_hiddens, self.base = num_hiddens, base
         self.register_buffer("theta", frequencies(num_hiddens, base, dtype=torch.float32),
                              persistent=False)  # theta_j = base^(-2j/d): (d/2,)
 
+    @contract(X="*lead n self.num_hiddens", positions=tensor("n", "any"))
     def forward(self, X, positions=None):
-        _check_rotary_input(X, positions, self.num_hiddens)
-        return self.rotate(X, positions)
-
-    def rotate(self, X, positions=None):
-        """The forward after its checks: turn pair j of the row at position i by i * theta_j."""
+        """Turn pair j of the row at position i by the angle i * theta_j."""
         if positions is None:
             positions = torch.arange(X.shape[-2], device=X.device)  # 0 .. n - 1
         angles = positions.to(torch.float32)[:, None] * self.theta  # i * theta_j: (n, d/2), float32
@@ -158,51 +158,3 @@ class RotaryEmbedding(nn.Module):
         out[..., 0::2] = x_even * cos - x_odd * sin  # each pair (x, y) turns to
         out[..., 1::2] = x_even * sin + x_odd * cos  # (x cos - y sin, x sin + y cos)
         return out
-
-
-# --- the doors: every message a bad argument gets, in one call per entry point
-
-def _check_table(max_len, num_hiddens, dtype) -> None:
-    check_positive_int(max_len=max_len, num_hiddens=num_hiddens)
-    if not torch.empty(0, dtype=dtype).is_floating_point():
-        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
-
-
-def _check_added_positions(num_hiddens, dropout, max_len) -> None:
-    check_positive_int(num_hiddens=num_hiddens, max_len=max_len)
-    check_probability("dropout", dropout)
-
-
-def _check_positions_input(X, offset, num_hiddens, max_len) -> None:
-    check_tensor("X", X)
-    check_rank("X", X, 3, "(batch, n, num_hiddens)")
-    check_size("X", X, 2, num_hiddens, "num_hiddens")
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        raise ValueError(f"offset must be an int >= 0 (the position of X's first row), "
-                         f"got {offset!r}")
-    if offset + X.shape[1] > max_len:
-        raise ValueError(f"X has {X.shape[1]} positions (shape {tuple(X.shape)}) from offset "
-                         f"{offset}, beyond max_len={max_len}: no position vector "
-                         f"exists beyond it")
-
-
-def _check_even(num_hiddens, why) -> None:
-    if num_hiddens % 2:
-        raise ValueError(f"num_hiddens must be even {why}, got {num_hiddens}")
-
-
-def _check_rotary(num_hiddens, base) -> None:
-    check_positive_int(num_hiddens=num_hiddens)
-    _check_even(num_hiddens, "(pairs are rotated)")
-    if not base > 1:
-        raise ValueError(f"base must be greater than 1, got {base}")
-
-
-def _check_rotary_input(X, positions, num_hiddens) -> None:
-    check_tensor("X", X)
-    check_rank("X", X, range(2, 9), "(..., n, num_hiddens)")
-    check_size("X", X, X.dim() - 1, num_hiddens, "num_hiddens")
-    n = X.shape[-2]
-    if positions is not None and positions.shape != (n,):
-        raise ValueError(f"positions must be ({n},), one per row of X, got shape "
-                         f"{tuple(positions.shape)}")

@@ -24,25 +24,13 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import check_rank, check_tensor
 from .attention import AdditiveAttention
+from .contracts import contract, lengths, one_of, tensor
 from .decoding import DecoderState
 
+__all__ = ["GRUEncoder", "PlainDecoder", "AttentionDecoder", "EncoderDecoder", "make_model"]
+
 HIDDEN = {"batch_dim": 1}  # a GRU's state is (layers, B, d): batch on axis 1
-
-
-def _check_source(src, lens) -> None:
-    """The encoder's door: src (B, n_src) token indices, lens (B,) on the CPU in [1, n_src]."""
-    check_tensor("src", src, floating=False)
-    check_rank("src", src, 2, "(batch, n_src) token indices")
-    if lens.shape != (src.shape[0],) or bool((lens < 1).any()) or bool((lens > src.shape[1]).any()):
-        raise ValueError(f"src_valid_lens must be ({src.shape[0]},) with values in "
-                         f"[1, {src.shape[1]}], got {lens.tolist()}")
-
-
-def _check_kind(kind) -> None:
-    if kind not in ("plain", "attention"):
-        raise ValueError(f"kind must be 'plain' or 'attention', got {kind!r}")
 
 
 class GRUEncoder(nn.Module):
@@ -55,16 +43,16 @@ class GRUEncoder(nn.Module):
         self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, batch_first=True,
                           dropout=dropout if num_layers > 1 else 0.0)
 
+    @contract(src=tensor("B n_src", "int", "token indices"),
+              src_valid_lens=lengths(per="B", upto="n_src", at_least=1))
     def forward(self, src, src_valid_lens):
         """-> outputs (B, n_src, d), zero beyond each valid length; state (layers, B, d).
 
         The one host-device copy in the package's forwards: a packed sequence needs its
         lengths on the CPU (torch's rule, for cuDNN's packed RNN), so on a GPU this copies B
-        integers once per batch. The lengths are checked on that CPU copy at no further cost.
-        (The decoders, which run once per output step, never copy.)
+        integers once per batch. (The decoders, which run once per output step, never copy.)
         """
         lens = torch.as_tensor(src_valid_lens).cpu()  # (B,): packing needs them on the CPU
-        _check_source(src, lens)
         packed = pack_padded_sequence(self.embedding(src), lens, batch_first=True,
                                       enforce_sorted=False)  # (B, n_src, e) without the padding
         outputs, state = self.rnn(packed)  # state (layers, B, d): after each last valid token
@@ -164,11 +152,11 @@ class EncoderDecoder(nn.Module):
         return logits
 
 
+@contract(kind=one_of("plain", "attention"))
 def make_model(kind: str, src_vocab: int, tgt_vocab: int, embed_size: int = 32,
                num_hiddens: int = 128, num_layers: int = 1, dropout: float = 0.0,
                attention_size: int | None = None) -> EncoderDecoder:
     """kind "plain" or "attention": a GRU encoder with the matching decoder."""
-    _check_kind(kind)
     encoder = GRUEncoder(src_vocab, embed_size, num_hiddens, num_layers, dropout)
     if kind == "plain":
         return EncoderDecoder(encoder, PlainDecoder(tgt_vocab, embed_size, num_hiddens, num_layers, dropout))

@@ -23,21 +23,28 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_probability, check_rank, check_tensor
+from .contracts import (contract, instance_of, lengths, positive_int, probability, require,
+                        tensor)
 from .decoding import DecoderState
 from .masking import padding_mask
 from .multihead import MultiHeadAttention
 from .positional import PositionalEncoding
 from .seq2seq import EncoderDecoder
 
+__all__ = ["PositionWiseFFN", "AddNorm", "TokenEmbedding", "TransformerEncoderBlock",
+           "TransformerEncoder", "TransformerState", "TransformerDecoderBlock",
+           "TransformerDecoder", "keep_attention_weights", "make_transformer"]
+
+TOKENS = tensor("B n", "int", "token indices")
+
 
 class PositionWiseFFN(nn.Module):
     """The same two-layer network at every position: FFN(X) = dense2(relu(dense1(X))),
     d -> ffn_num_hiddens -> d (input_size -> ... -> ffn_num_outputs in general)."""
 
+    @contract(ffn_num_hiddens=positive_int, ffn_num_outputs=positive_int, input_size=positive_int)
     def __init__(self, ffn_num_hiddens: int, ffn_num_outputs: int, *, input_size: int | None = None):
         super().__init__()
-        check_positive_int(ffn_num_hiddens=ffn_num_hiddens, ffn_num_outputs=ffn_num_outputs)
         self.dense1 = nn.Linear(input_size or ffn_num_outputs, ffn_num_hiddens)
         self.relu = nn.ReLU()
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
@@ -50,16 +57,16 @@ class AddNorm(nn.Module):
     """A residual connection around a sublayer, and layer normalization.
 
     post-norm (Vaswani et al.): forward(X, Y) = LayerNorm(X + dropout(Y)), Y = Sublayer(X).
-    pre-norm: X + dropout(Sublayer(LayerNorm(X))); the blocks write it with this module's
-    ``ln`` and ``dropout``, and ``residual(X, sublayer)`` applies either placement.
+    pre-norm: X + dropout(Sublayer(LayerNorm(X))). ``residual(X, sublayer)`` applies the
+    placement the module was built with; the blocks call it around each sublayer.
     LayerNorm normalizes the d features of each position on their own, not each feature
     over the batch as BatchNorm does: a position's output depends neither on the other
     sentences of the batch nor on how much padding they carry.
     """
 
+    @contract(dropout=probability)
     def __init__(self, norm_shape, dropout: float = 0.0, *, norm_first: bool = False):
         super().__init__()
-        check_probability("dropout", dropout)
         self.dropout = nn.Dropout(dropout)
         self.ln = nn.LayerNorm(norm_shape)
         self.norm_first = norm_first
@@ -83,44 +90,41 @@ class TransformerEncoderBlock(nn.Module):
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, use_bias: bool = False, *, norm_first: bool = False,
                  num_kv_heads: int | None = None):
-        super().__init__()  # each sublayer checks its own sizes and dropout at its door
+        super().__init__()  # each sublayer's contract checks its own sizes and dropout
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias, num_kv_heads,
                                             query_size=num_hiddens, key_size=num_hiddens,
                                             value_size=num_hiddens)
         self.addnorm1 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
         self.addnorm2 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
-        self.norm_first = norm_first
 
+    @contract(X="B n d", valid_lens=lengths(per="B n", upto="n"))
     def forward(self, X, valid_lens=None, *, is_causal: bool = False):
         """is_causal: position i attends to positions <= i only (a decoder-only, GPT-style
         block: causal self-attention and the FFN, no cross-attention)."""
-        if not self.norm_first:  # post-norm, as in Vaswani et al.: LN(X + Sublayer(X))
-            Y = self.addnorm1(X, self.attention(X, X, X, valid_lens, is_causal=is_causal))
-            return self.addnorm2(Y, self.ffn(Y))                      # (B, n, d)
-        # pre-norm: X + Sublayer(LN(X)); the stack adds a final LayerNorm
-        H = self.addnorm1.ln(X)
-        Y = X + self.addnorm1.dropout(self.attention(H, H, H, valid_lens, is_causal=is_causal))
-        return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+        def self_attention(H):
+            return self.attention(H, H, H, valid_lens, is_causal=is_causal)
+
+        Y = self.addnorm1.residual(X, self_attention)      # (B, n, d)
+        return self.addnorm2.residual(Y, self.ffn)          # (B, n, d)
 
 
-def _check_tokens(tokens):
-    check_tensor("tokens", tokens, floating=False)
-    check_rank("tokens", tokens, 2, "(batch, n) token indices")
+class TokenEmbedding(nn.Embedding):
+    """Token embeddings times sqrt(d), as in d2l and Vaswani et al.: (B, n) -> (B, n, d).
 
+    They are drawn with std 1/sqrt(d), so that after the scaling they have unit size, like the
+    positions added to them (as in Vaswani et al.); nn.Embedding's default std 1 would make
+    them sqrt(d) times larger and drown the positions.
+    """
 
-def _embedding(vocab_size, num_hiddens):
-    """Embeddings drawn with std 1/sqrt(d), so that after the sqrt(d) scaling they have unit
-    size, like the positions added to them (as in Vaswani et al.). nn.Embedding's default
-    std 1 would make them sqrt(d) times larger and drown the positions."""
-    embedding = nn.Embedding(vocab_size, num_hiddens)
-    nn.init.normal_(embedding.weight, std=num_hiddens**-0.5)
-    return embedding
+    @contract(vocab_size=positive_int, num_hiddens=positive_int)
+    def __init__(self, vocab_size: int, num_hiddens: int):
+        super().__init__(vocab_size, num_hiddens)
+        nn.init.normal_(self.weight, std=num_hiddens**-0.5)
 
-
-def _embed(module, tokens, offset=0):
-    """Token embeddings scaled by sqrt(d) (as in d2l and Vaswani et al.), plus positions."""
-    return module.pos_encoding(module.embedding(tokens) * math.sqrt(module.num_hiddens), offset)
+    @contract(tokens=TOKENS)
+    def forward(self, tokens):
+        return super().forward(tokens) * math.sqrt(self.embedding_dim)
 
 
 class TransformerEncoder(nn.Module):
@@ -132,13 +136,13 @@ class TransformerEncoder(nn.Module):
     forward(src (B, n), valid_lens (B,) | None) -> (B, n, num_hiddens).
     """
 
+    @contract(num_blks=positive_int)
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  num_blks: int, dropout: float = 0.0, use_bias: bool = False, *,
                  norm_first: bool = False, num_kv_heads: int | None = None, max_len: int = 1000):
         super().__init__()
-        check_positive_int(vocab_size=vocab_size, num_blks=num_blks)
         self.num_hiddens = num_hiddens
-        self.embedding = _embedding(vocab_size, num_hiddens)
+        self.embedding = TokenEmbedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential(*[
             TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias,
@@ -146,11 +150,11 @@ class TransformerEncoder(nn.Module):
             for _ in range(num_blks)])
         self.final_ln = nn.LayerNorm(num_hiddens) if norm_first else nn.Identity()
 
+    @contract(src=TOKENS, valid_lens=lengths(per="B", upto="n"))
     def forward(self, src, valid_lens=None):
-        _check_tokens(src)
-        X = _embed(self, src)                   # (B, n, d): embedding * sqrt(d) + positions
+        X = self.pos_encoding(self.embedding(src))  # (B, n, d): embedding * sqrt(d) + positions
         for blk in self.blks:
-            X = blk(X, valid_lens)              # (B, n, d), padding masked in every block
+            X = blk(X, valid_lens)                  # (B, n, d), padding masked in every block
         return self.final_ln(X)
 
     @property
@@ -181,8 +185,8 @@ class TransformerDecoderBlock(nn.Module):
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, i: int = 0, use_bias: bool = False, *,
                  norm_first: bool = False, num_kv_heads: int | None = None):
-        super().__init__()  # each sublayer checks its own sizes and dropout at its door
-        self.i = i
+        # i: the block's place in the stack, in d2l's signature; nothing here depends on it
+        super().__init__()  # each sublayer's contract checks its own sizes and dropout
         sizes = dict(query_size=num_hiddens, key_size=num_hiddens, value_size=num_hiddens)
         self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias,
                                              num_kv_heads, **sizes)
@@ -192,20 +196,22 @@ class TransformerDecoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
         self.addnorm3 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
-        self.norm_first = norm_first
 
+    @contract(X="B n d", src_valid_lens=lengths(per="B", upto="n_src"))
     def forward(self, X, cross_kv, src_valid_lens=None, cache=None):
-        if not self.norm_first:  # post-norm: LN(X + Sublayer(X)), three times
-            A, cache = self.self_attention(X, cache)              # causal, (B, n, d)
-            Y = self.addnorm1(X, A)
-            Z = self.addnorm2(Y, self.cross_attention(Y, cross_kv, src_valid_lens))
-            return self.addnorm3(Z, self.ffn(Z)), cache
-        # pre-norm: X + Sublayer(LN(X)), three times
-        A, cache = self.self_attention(self.addnorm1.ln(X), cache)
-        Y = X + self.addnorm1.dropout(A)
-        C = self.cross_attention(self.addnorm2.ln(Y), cross_kv, src_valid_lens)
-        Z = Y + self.addnorm2.dropout(C)
-        return Z + self.addnorm3.dropout(self.ffn(self.addnorm3.ln(Z))), cache
+        new_cache = []                                    # self-attention's grown cache
+
+        def self_attention(H):                            # causal, over the cache and H
+            out, grown = self.self_attention(H, cache)
+            new_cache.append(grown)
+            return out
+
+        def cross_attention(H):                           # the encoder's output, once per block
+            return self.cross_attention(H, cross_kv, src_valid_lens)
+
+        Y = self.addnorm1.residual(X, self_attention)     # (B, n, d)
+        Z = self.addnorm2.residual(Y, cross_attention)    # (B, n, d)
+        return self.addnorm3.residual(Z, self.ffn), new_cache[0]
 
     def self_attention(self, X, cache):
         """Causal self-attention over the cache and X; returns (output, grown cache)."""
@@ -226,25 +232,19 @@ class TransformerDecoderBlock(nn.Module):
         (projected once per sentence by ``init_state``); the source's padding gets no weight."""
         q = self.attention2.project_queries(Y)              # (B, h, n, d_head)
         keys, values = cross_kv                             # (B, h_kv, n_src, d_head)
-        mask = padding_mask(src_valid_lens, q, keys)        # keys past each source's length: off
+        mask = padding_mask(src_valid_lens, q, keys.shape[2])  # keys past each source: off
         return self.attention2.attend_heads(q, keys, values, mask)  # (B, n, d)
 
 
-def _check_step(tokens, state, num_blks):
-    """The decoder's door: a TransformerState whose cache agrees with its offset, and tokens."""
-    if not isinstance(state, TransformerState):
-        raise TypeError(f"state must be a TransformerState (from init_state), got "
-                        f"{type(state).__name__}")
+def _cache_agrees(self, state) -> bool:
     cached = [kv[0].shape[2] for kv in state.self_kv if kv is not None]
-    if cached != ([state.offset] * num_blks if state.offset else []):
-        raise ValueError(f"the cache holds {cached} positions per block but the state says "
-                         f"{state.offset} were decoded: a state was reused or edited")
-    _check_tokens(tokens)
+    return cached == ([state.offset] * self.num_blks if state.offset else [])
 
 
-def _check_enc_outputs(enc_outputs):
-    check_tensor("enc_outputs", enc_outputs)
-    check_rank("enc_outputs", enc_outputs, 3, "(batch, n_src, num_hiddens)")
+def _cache_disagrees(self, state) -> str:
+    cached = [kv[0].shape[2] for kv in state.self_kv if kv is not None]
+    return (f"the cache holds {cached} positions per block but the state says {state.offset} "
+            f"were decoded: a state was reused or edited")
 
 
 class TransformerDecoder(nn.Module):
@@ -256,13 +256,13 @@ class TransformerDecoder(nn.Module):
     call, and the cache makes each call cost one position, not the whole prefix.
     """
 
+    @contract(num_blks=positive_int)
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  num_blks: int, dropout: float = 0.0, use_bias: bool = False, *,
                  norm_first: bool = False, num_kv_heads: int | None = None, max_len: int = 1000):
         super().__init__()
-        check_positive_int(vocab_size=vocab_size, num_blks=num_blks)
         self.num_hiddens, self.num_blks = num_hiddens, num_blks
-        self.embedding = _embedding(vocab_size, num_hiddens)
+        self.embedding = TokenEmbedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential(*[
             TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, i, use_bias,
@@ -272,16 +272,18 @@ class TransformerDecoder(nn.Module):
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.attention_weights = None  # per-block weights: see cross_attention_weights
 
+    @contract(enc_outputs="B n_src d", src_valid_lens=lengths(per="B", upto="n_src"))
     def init_state(self, enc_outputs, src_valid_lens=None) -> TransformerState:
-        _check_enc_outputs(enc_outputs)
         # the encoder output is the same at every step: project it once per sentence
         cross_kv = [blk.attention2.project_kv(enc_outputs, enc_outputs) for blk in self.blks]
         return TransformerState(valid_lens=src_valid_lens, cross_kv=cross_kv,
                                 self_kv=[None] * self.num_blks)
 
+    @contract(tokens=TOKENS, state=instance_of(TransformerState, "a TransformerState (from "
+                                                                  "init_state)"),
+              where=[require(_cache_agrees, _cache_disagrees)])
     def forward(self, tokens, state: TransformerState):
-        _check_step(tokens, state, self.num_blks)
-        X = _embed(self, tokens, state.offset)      # (B, n, d), positions offset, offset + 1, ...
+        X = self.pos_encoding(self.embedding(tokens), state.offset)  # positions offset, offset + 1, ...
         self_kv = []
         for blk, cross_kv, cache in zip(self.blks, state.cross_kv, state.self_kv):
             X, kv = blk(X, cross_kv, state.valid_lens, cache)

@@ -33,14 +33,28 @@ from typing import Optional
 
 import torch
 
-from ._checks import check_qkv
-from .attention import BACKENDS, check_mask, share_kv_heads
+from .attention import BACKENDS, share_kv_heads
+from .contracts import contract, grouped_heads, require, scores_mask
+
+__all__ = ["triton_attention", "use_interpreter", "flash_attention_kernel"]
 
 BLOCK_M = 64        # queries per program
 BLOCK_N = 64        # keys per tile of the inner loop
 MAX_HEAD_SIZE = 128  # d and d_v, padded to a power of two >= 16 inside the kernel
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _BACKWARD_BLOCK = 128  # the tile size of the PyTorch backward pass
+
+# What this kernel handles: float16, bfloat16 or float32; d and d_v up to 128; no dropout
+KERNEL_LIMITS = [
+    require(lambda queries: queries.dtype in DTYPES,
+            lambda q: f"backend 'triton' takes float16, bfloat16 or float32 tensors, got "
+            f"{q.dtype}", TypeError),
+    require(lambda queries, values: max(queries.shape[-1], values.shape[-1]) <= MAX_HEAD_SIZE,
+            lambda q, v: f"backend 'triton' takes head sizes d, d_v up to {MAX_HEAD_SIZE}, got "
+            f"queries {tuple(q.shape)} and values {tuple(v.shape)}"),
+    require(lambda dropout_p: dropout_p == 0,
+            "the triton backend applies no dropout to the weights: use backend='math' or "
+            "'sdpa' in training with dropout")]
 
 tl = None  # triton.language, imported at the kernel's first launch (see _JitAtFirstUse)
 
@@ -260,24 +274,10 @@ def _backward(ctx, grad_out, grad_lse):
 _flash_attention.register_autograd(_backward, setup_context=_setup_context)
 
 
-# ---- the doors ------------------------------------------------------------------------------
-def _check_kernel_limits(queries, values) -> None:
-    """What this kernel handles: float16, bfloat16 or float32; d and d_v up to 128."""
-    if queries.dtype not in DTYPES:
-        raise TypeError(f"backend 'triton' takes float16, bfloat16 or float32 tensors, got "
-                        f"{queries.dtype}")
-    if max(queries.shape[-1], values.shape[-1]) > MAX_HEAD_SIZE:
-        raise ValueError(f"backend 'triton' takes head sizes d, d_v up to {MAX_HEAD_SIZE}, got "
-                         f"queries {tuple(queries.shape)} and values {tuple(values.shape)}")
-
-
+@contract(where=KERNEL_LIMITS)
 def _triton_backend(queries, keys, values, mask=None, *, is_causal=False, scale=None,
                     dropout_p=0.0, block_m=BLOCK_M, block_n=BLOCK_N):
     """The "triton" backend of ``attend``: (output, None); it never writes the weights."""
-    if dropout_p > 0:
-        raise ValueError("the triton backend applies no dropout to the weights: use "
-                         "backend='math' or 'sdpa' in training with dropout")
-    _check_kernel_limits(queries, values)
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else float(scale)
     out, _ = _flash_attention(queries, keys, values, mask, is_causal, scale, block_m, block_n)
     return out, None
@@ -286,6 +286,8 @@ def _triton_backend(queries, keys, values, mask=None, *, is_causal=False, scale=
 BACKENDS["triton"] = _triton_backend
 
 
+@contract(queries="B *h n_q d", keys="B *h_kv n_k d", values="B *h_kv n_k d_v",
+          mask=scores_mask, where=[grouped_heads])
 def triton_attention(queries, keys, values, mask=None, *, is_causal: bool = False,
                      scale=None) -> torch.Tensor:
     """Exact scaled dot-product attention, FlashAttention-2's forward in Triton.
@@ -297,6 +299,4 @@ def triton_attention(queries, keys, values, mask=None, *, is_causal: bool = Fals
     TRITON_INTERPRET=1. Differentiable (the backward is PyTorch's tile loop). Returns
     (B, [h,] n_q, d_v); a query with no key to attend to gets zeros.
     """
-    check_qkv(queries, keys, values, any_rank=True)
-    check_mask(mask, queries, keys)
     return _triton_backend(queries, keys, values, mask, is_causal=is_causal, scale=scale)[0]

@@ -29,9 +29,17 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_qkv, check_rank, check_same_shape, check_size, check_tensor
-from .masking import masked_softmax, padding_mask, softmax_over
+from .contracts import contract, lengths, non_negative_int, one_of, positive_int, require, tensor
+from .masking import masked_softmax, padding_mask
 from .scoring import linear
+
+__all__ = ["local_attention", "LocalAttention", "sample_hard_attention", "sample_values",
+           "reinforce_loss"]
+
+# local-p weights the window by a Gaussian of sigma = D / 2, which needs D >= 1
+WINDOW_FITS_MODE = require(lambda window, mode: mode != "p" or window >= 1,
+                           "window (D) must be at least 1 in mode 'p': its Gaussian has "
+                           "sigma = D / 2, got window=0")
 
 
 # ---- local attention --------------------------------------------------------------------
@@ -47,6 +55,11 @@ def window_positions(centers: torch.Tensor, window: int):
     return positions, in_window
 
 
+@contract(queries="B n_q d", keys="B n_k d", values="B n_k d_v", centers="B n_q",
+          window=non_negative_int, mask=tensor("B _ n_k", "bool"),
+          where=[require(lambda window, gaussian: window >= 1 or not gaussian,
+                         "window (D) must be at least 1 in mode 'p' (gaussian=True): its "
+                         "Gaussian has sigma = D / 2, got window=0")])
 def local_attention(queries, keys, values, centers, window: int, *, gaussian: bool, mask=None):
     """Scaled dot-product attention restricted to windows of half-width ``window`` (D).
 
@@ -56,7 +69,6 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
     weights[b, i, j] belongs to key positions[b, i, j] and is 0 outside the window, outside
     the sequence and where the mask forbids it.
     """
-    _check_window(window, "p" if gaussian else "m")  # a Gaussian needs D >= 1
     n_k = keys.shape[1]
     positions, usable = window_positions(centers, window)
     usable &= (positions >= 0) & (positions < n_k)
@@ -66,7 +78,7 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
     rows = torch.arange(keys.shape[0], device=keys.device)[:, None, None]
     k_win, v_win = keys[rows, safe], values[rows, safe]          # (B, n_q, 2D+1, d or d_v)
     scores = (queries.unsqueeze(2) @ k_win.transpose(-2, -1)).squeeze(2) / math.sqrt(queries.shape[-1])
-    weights = softmax_over(scores, usable)                        # (B, n_q, 2D+1)
+    weights = masked_softmax.__wrapped__(scores, mask=usable)      # (B, n_q, 2D+1)
     if gaussian:
         sigma = window / 2
         weights = weights * torch.exp(-((positions - centers[..., None]) ** 2) / (2 * sigma**2))
@@ -86,10 +98,11 @@ class LocalAttention(nn.Module):
     over all keys for a picture.
     """
 
+    @contract(window=non_negative_int, mode=one_of("m", "p"), num_hiddens=positive_int,
+              query_size=positive_int, where=[WINDOW_FITS_MODE])
     def __init__(self, window: int, mode: str = "p", num_hiddens: int = 32, *,
                  query_size: int | None = None):
         super().__init__()
-        _check_window(window, mode)
         self.window, self.mode = window, mode
         if mode == "p":
             self.W_p = linear(query_size, num_hiddens)
@@ -101,17 +114,18 @@ class LocalAttention(nn.Module):
         """p_t = (S - 1) * sigmoid(v_p^T tanh(W_p q_t)), in [0, S - 1]: (B, n_q)."""
         return last_position * torch.sigmoid(self.v_p(torch.tanh(self.W_p(queries)))).squeeze(-1)
 
+    @contract(queries="B n_q d", keys="B n_k d", values="B n_k d_v", valid_lens=lengths(),
+              centers="B n_q")
     def forward(self, queries, keys, values, valid_lens=None, centers=None):
-        _check_local(queries, keys, values, centers)
         batch, n_q, n_k = queries.shape[0], queries.shape[1], keys.shape[1]
-        mask = padding_mask(valid_lens, queries, keys)            # (B, 1 or n_q, n_k)
+        mask = padding_mask(valid_lens, queries, n_k)             # (B, 1 or n_q, n_k)
         if centers is None and self.mode == "m":  # p_t = t
             centers = torch.arange(n_q, device=queries.device, dtype=queries.dtype).expand(batch, n_q)
         elif centers is None:
             # the source length S of each sentence (its valid length, else n_k)
             S = mask.sum(-1).to(queries.dtype) if mask is not None else queries.new_full((batch, 1), n_k)
             centers = self.predict_centers(queries, S - 1)
-        out, self.attention_weights, self.positions = local_attention(
+        out, self.attention_weights, self.positions = local_attention.__wrapped__(
             queries, keys, values, centers, self.window, gaussian=self.mode == "p", mask=mask)
         self.centers, self.n_keys = centers, n_k
         return out
@@ -126,70 +140,39 @@ class LocalAttention(nn.Module):
         return dense.scatter_add(2, slot, w)[..., :n_k]
 
 
-def _check_window(window, mode) -> None:
-    """The door of LocalAttention's constructor: a half-width D >= 0 and a mode "m" or "p"."""
-    if not isinstance(window, int) or window < 0:
-        raise ValueError(f"window (D) must be a non-negative int, got {window!r}")
-    if mode not in ("m", "p"):
-        raise ValueError(f"mode must be 'm' (monotonic) or 'p' (predictive), got {mode!r}")
-    if mode == "p" and window == 0:  # local-p weights the window by a Gaussian of sigma = D / 2
-        raise ValueError("window (D) must be at least 1 in mode 'p': its Gaussian has "
-                         "sigma = D / 2, got window=0")
-
-
-def _check_local(queries, keys, values, centers) -> None:
-    """The door of LocalAttention.forward: the tensors, and centres (B, n_q) if given."""
-    check_qkv(queries, keys, values)
-    if centers is not None:
-        check_tensor("centers", centers)
-        check_rank("centers", centers, 2, "(batch, n_queries)")
-        check_size("centers", centers, 1, queries.shape[1], "the number of queries")
-
-
 # ---- hard attention ---------------------------------------------------------------------
+@contract(scores="B n_q n_k", values="B n_k d_v", valid_lens=lengths(at_least=1))
 def sample_hard_attention(scores, values, valid_lens=None, generator=None):
-    """Draw one key per query from softmax(scores) and return its value.
+    """Hard attention: draw one key per query from alpha = softmax(scores) and return its value.
 
-    scores (B, n_q, n_k), values (B, n_k, d_v).
-    Returns (output (B, n_q, d_v), index (B, n_q), log_prob (B, n_q)), where log_prob is
-    differentiable with respect to the scores. A query with no valid key cannot sample.
+    scores (B, n_q, n_k), values (B, n_k, d_v); valid_lens: every query needs a key to draw.
+    Returns (output (B, n_q, d_v), index (B, n_q), log_prob (B, n_q)), where log_prob = log
+    alpha_i is differentiable with respect to the scores.
     """
-    _check_hard_attention(values, valid_lens)
-    return _sample_hard_attention(scores, values, valid_lens, generator)
+    weights = masked_softmax.__wrapped__(scores, valid_lens)       # alpha: (B, n_q, n_k)
+    return sample_values.__wrapped__(weights, values, generator)
 
 
-def _sample_hard_attention(scores, values, valid_lens, generator):
-    """sample_hard_attention after its checks: i ~ Categorical(alpha), output v_i."""
-    weights = masked_softmax(scores, valid_lens)                  # alpha: (B, n_q, n_k)
-    batch, n_q, n_k = weights.shape
-    index = torch.multinomial(weights.detach().reshape(-1, n_k), 1, generator=generator)
-    index = index.reshape(batch, n_q)                             # i: (B, n_q), no gradient
+@contract(weights="B n_q n_k", values="B n_k d_v")
+def sample_values(weights, values, generator=None, *, greedy: bool = False):
+    """i ~ Categorical(alpha) for each query (with ``greedy``, the most weighted key instead),
+    and its value v_i. weights alpha (B, n_q, n_k), values (B, n_k, d_v). Returns
+    (output (B, n_q, d_v), index (B, n_q), log_prob = log alpha_i (B, n_q))."""
+    if greedy:
+        index = weights.argmax(-1)                                # (B, n_q)
+    else:
+        index = torch.multinomial(weights.detach().flatten(0, 1), 1, generator=generator)
+        index = index.view(weights.shape[:2])                     # i: (B, n_q), no gradient
     log_prob = torch.log(weights.gather(2, index[..., None]).squeeze(-1))   # log alpha_i
     output = values.gather(1, index[..., None].expand(-1, -1, values.shape[-1]))   # v_i
     return output, index, log_prob
 
 
-def _check_hard_attention(values, valid_lens) -> None:
-    """The door of sample_hard_attention: values (B, n_k, d_v), and no query without keys."""
-    check_tensor("values", values)
-    check_rank("values", values, 3, "(batch, n_keys, d_v)")
-    if isinstance(valid_lens, (list, tuple)) or (isinstance(valid_lens, torch.Tensor)
-                                                 and valid_lens.device.type == "cpu"):
-        if bool((torch.as_tensor(valid_lens) == 0).any()):
-            raise ValueError("hard attention cannot sample for a query whose keys are all "
-                             "masked (valid length 0)")
-
-
+@contract(loss="*batch", log_prob="*batch")
 def reinforce_loss(loss, log_prob, baseline=0.0):
-    """Surrogate whose gradient is the REINFORCE estimate: mean((L - b) * log p).
+    """Surrogate whose gradient is the REINFORCE estimate, mean((L - b) * grad log alpha_i):
+    L is held constant (detached); only log alpha_i has a gradient.
 
-    loss: per-sample loss (no gradient is taken through it), log_prob: same shape.
+    loss: per-sample loss (no gradient is taken through it), log_prob: the same shape.
     """
-    check_same_shape(loss=loss, log_prob=log_prob)
-    return _reinforce_loss(loss, log_prob, baseline)
-
-
-def _reinforce_loss(loss, log_prob, baseline):
-    """reinforce_loss after its check. Its gradient is mean((L - b) * grad log alpha_i), the
-    REINFORCE estimate: L is held constant (detached); only log alpha_i has a gradient."""
     return ((loss.detach() - baseline) * log_prob).mean()

@@ -13,21 +13,24 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_rank, check_size, check_tensor
+from .contracts import contract, each, positive_int, require
 from .positional import LearnedPositionalEncoding
 from .transformer import TransformerEncoderBlock
 
-
-def _check_images(images, channels: int, patch_size: int) -> None:
-    """The door of the patch embedding: (B, C, H, W) floats, C as built, H and W multiples of P."""
-    check_tensor("images", images)
-    check_rank("images", images, 4, "(batch, channels, height, width)")
-    check_size("images", images, 1, channels, "the layer's channels")
-    if images.shape[-2] % patch_size or images.shape[-1] % patch_size:
-        raise ValueError(f"images of shape {tuple(images.shape)}: height and width must be "
-                         f"multiples of patch_size={patch_size}")
+__all__ = ["patchify", "PatchEmbedding", "VisionTransformer", "attention_rollout"]
 
 
+def _whole_patches(images, patch_size) -> bool:
+    return images.shape[-2] % patch_size == 0 and images.shape[-1] % patch_size == 0
+
+
+def _not_whole_patches(images, patch_size) -> str:
+    return (f"images of shape {tuple(images.shape)}: height and width must be multiples of "
+            f"patch_size={patch_size}")
+
+
+@contract(images="B C H W", patch_size=positive_int,
+          where=[require(_whole_patches, _not_whole_patches)])
 def patchify(images, patch_size: int):
     """(B, C, H, W) -> (B, (H/P)(W/P), C P P): the patches in row-major order, each flattened
     channel by channel, row by row (the order of a Conv2d's weight, (out, C, P, P))."""
@@ -41,15 +44,17 @@ class PatchEmbedding(nn.Module):
     """Patches as tokens: forward(images (B, C, H, W)) -> (B, (H/P)(W/P), num_hiddens),
     one linear map of each flattened P x P patch."""
 
+    @contract(num_hiddens=positive_int, patch_size=positive_int, channels=positive_int)
     def __init__(self, num_hiddens: int, patch_size: int, channels: int = 3):
         super().__init__()
-        check_positive_int(num_hiddens=num_hiddens, patch_size=patch_size, channels=channels)
         self.patch_size, self.channels = patch_size, channels
         self.proj = nn.Linear(channels * patch_size * patch_size, num_hiddens)
 
+    @contract(images="B self.channels H W",
+              where=[require(lambda self, images: _whole_patches(images, self.patch_size),
+                             lambda self, images: _not_whole_patches(images, self.patch_size))])
     def forward(self, images):
-        _check_images(images, self.channels, self.patch_size)
-        return self.proj(patchify(images, self.patch_size))
+        return self.proj(patchify.__wrapped__(images, self.patch_size))
 
     def as_conv2d(self) -> nn.Conv2d:
         """The same map as a convolution with kernel = stride = P, sharing these weights' values:
@@ -72,14 +77,15 @@ class VisionTransformer(nn.Module):
     weights, token 0 the class token and token 1 + r * (image_size / P) + c patch (r, c).
     """
 
+    @contract(image_size=positive_int, num_blks=positive_int, num_classes=positive_int,
+              where=[require(lambda image_size, patch_size: image_size % patch_size == 0,
+                             lambda image_size, patch_size: f"patch_size={patch_size} must "
+                             f"divide image_size={image_size}")])
     def __init__(self, image_size: int, patch_size: int, num_hiddens: int, ffn_num_hiddens: int,
                  num_heads: int, num_blks: int, num_classes: int, *, channels: int = 3,
                  dropout: float = 0.0, positions: bool = True):
         super().__init__()
-        check_positive_int(image_size=image_size, num_blks=num_blks, num_classes=num_classes)
-        if image_size % patch_size:
-            raise ValueError(f"patch_size={patch_size} must divide image_size={image_size}")
-        self.image_size = image_size
+        self.image_size, self.channels = image_size, channels
         self.num_patches = (image_size // patch_size) ** 2
         self.patch_embedding = PatchEmbedding(num_hiddens, patch_size, channels)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, num_hiddens))
@@ -91,10 +97,8 @@ class VisionTransformer(nn.Module):
         self.norm = nn.LayerNorm(num_hiddens)
         self.head = nn.Linear(num_hiddens, num_classes)
 
+    @contract(images="B self.channels self.image_size self.image_size")
     def forward(self, images):
-        _check_images(images, self.patch_embedding.channels, self.patch_embedding.patch_size)
-        check_size("images", images, -1, self.image_size, "the model's image_size")
-        check_size("images", images, -2, self.image_size, "the model's image_size")
         X = self.patch_embedding(images)                                  # (B, n - 1, d)
         X = torch.cat([self.cls_token.expand(X.shape[0], -1, -1).to(X.dtype), X], dim=1)
         if self.pos_encoding is not None:
@@ -109,6 +113,9 @@ class VisionTransformer(nn.Module):
         return [blk.attention.attention_weights for blk in self.blks]
 
 
+@contract(weights=each("B h n n"),
+          where=[require(lambda residual: 0 <= residual <= 1,
+                         lambda residual: f"residual must be in [0, 1], got {residual}")])
 def attention_rollout(weights, residual: float = 0.5):
     """Attention rollout (Abnar and Zuidema, 2020): how much each token's final state draws on
     each input token, following the attention through every layer.
@@ -119,13 +126,6 @@ def attention_rollout(weights, residual: float = 0.5):
     still sum to one; the layers compose by matrix product, A_L ... A_1. Returns (B, n, n);
     row 0 of a ViT's is what the class token reads from each patch.
     """
-    if not weights:
-        raise ValueError("weights must hold at least one layer's (B, h, n, n) attention")
-    if not 0 <= residual <= 1:
-        raise ValueError(f"residual must be in [0, 1], got {residual}")
-    for i, w in enumerate(weights):
-        check_tensor(f"weights[{i}]", w)
-        check_rank(f"weights[{i}]", w, 4, "(batch, heads, n, n)")
     n = weights[0].shape[-1]
     eye = torch.eye(n, dtype=weights[0].dtype, device=weights[0].device)
     rollout = eye.expand(weights[0].shape[0], n, n)

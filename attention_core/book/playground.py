@@ -61,7 +61,7 @@ def playground_attention(query, keys, values, *, score: str = "dot", beta: float
     else:
         function = {"dot": DotScore, "scaled_dot": ScaledDotScore, "cosine": CosineScore}[score]()
     with torch.no_grad():  # a figure's numbers, not a model to train
-        scores = function.formula(query[None, None], keys[None])[0, 0]        # (n,)
+        scores = function(query[None, None], keys[None])[0, 0]        # (n,)
         lens = None if valid_len is None else torch.tensor([valid_len])
         weights = masked_softmax((beta * scores)[None, None], lens)[0, 0]      # (n,)
         return scores, weights, weights @ values                               # output: ()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import check_choice, check_positive, check_rank, check_same, check_tensor
+from ..contracts import contract, one_of, positive
 from ..masking import masked_softmax
 from ..pooling import KERNELS
 
@@ -26,6 +26,8 @@ def kernel_scores_nd(x_query: torch.Tensor, x_train: torch.Tensor, kernel: str =
     return KERNELS[kernel](u.norm(dim=-1))                        # (n_queries, n_train)
 
 
+@contract(x_train="n_train d", y_train="n_train *d_v", x_query="n_q d", kernel=one_of(*KERNELS),
+          bandwidth=positive)
 def nadaraya_watson_nd(x_train: torch.Tensor, y_train: torch.Tensor, x_query: torch.Tensor,
                        kernel: str = "gaussian", bandwidth: float = 1.0):
     """Nadaraya–Watson estimate at queries in R^d:
@@ -40,24 +42,8 @@ def nadaraya_watson_nd(x_train: torch.Tensor, y_train: torch.Tensor, x_query: to
     A query that no key reaches (a compact kernel narrower than the distance to the
     nearest key) gets zero weights and a zero prediction, as in the chapter.
     """
-    _check_nd(x_train, y_train, x_query, kernel, bandwidth)
     scores = kernel_scores_nd(x_query, x_train, kernel, bandwidth)  # (n_queries, n_train)
-    weights = masked_softmax(scores)                                # rows sum to 1
+    weights = masked_softmax.__wrapped__(scores)                    # rows sum to 1
     return weights @ y_train, weights
 
 
-def _check_nd(x_train, y_train, x_query, kernel, bandwidth) -> None:
-    """The door of nadaraya_watson_nd: (n, d) keys and queries of one d, (n,) or (n, d_v)
-    values, a known kernel and a positive bandwidth."""
-    for name, t in (("x_train", x_train), ("y_train", y_train), ("x_query", x_query)):
-        check_tensor(name, t)
-    check_rank("x_train", x_train, 2, "(n_train, d)")
-    check_rank("x_query", x_query, 2, "(n_queries, d)")
-    check_rank("y_train", y_train, (1, 2), "(n_train,) or (n_train, d_v)")
-    check_same("device", x_train=x_train, y_train=y_train, x_query=x_query)
-    if x_query.shape[1] != x_train.shape[1] or y_train.shape[0] != x_train.shape[0]:
-        raise ValueError(f"x_query (n_queries, d), x_train (n_train, d) and y_train (n_train, ...) "
-                         f"must agree, got {tuple(x_query.shape)}, {tuple(x_train.shape)} and "
-                         f"{tuple(y_train.shape)}")
-    check_choice("kernel", kernel, KERNELS)
-    check_positive("bandwidth", bandwidth)

@@ -20,7 +20,7 @@ from collections import Counter
 import torch
 from torch import nn
 
-from .._checks import check_positive_int
+from ..contracts import contract, positive_int
 from ..attention import AdditiveAttention, DotProductAttention
 from ..seq2seq import AttentionDecoder, AttentionState, EncoderDecoder, GRUEncoder
 from ..worlds.translation import (ONES, TEENS, Pair, alignment_offsets, join_items,
@@ -221,11 +221,11 @@ def random_time(rng: random.Random) -> Pair:
             return time_pair(hour, minute)
 
 
+@contract(n_pairs=positive_int, max_items=positive_int)
 def make_time_corpus(n_pairs: int, generator: torch.Generator | None = None,
                      max_items: int = 2, share_times: float = 0.5, exclude=()):
     """``n_pairs`` distinct sentences of 1..max_items items; each item is a time of day with
     probability ``share_times``, else a date or a number as in chapter 4."""
-    check_positive_int(n_pairs=n_pairs, max_items=max_items)
     rng = python_rng(generator)
     seen, pairs = {" ".join(s) for s in exclude}, []
     while len(pairs) < n_pairs:

@@ -15,22 +15,25 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._checks import check_positive_int
+from ..contracts import contract, positive_int, require
 from ..multihead import MultiHeadAttention
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, init=False)
 class MultiFetchTask:
     n_items: int = 8        # items per example; also the number of values of each attribute
     n_labels: int = 16
     n_attributes: int = 3   # colour, shape, ...: one slot each
 
-    def __post_init__(self):
-        check_positive_int(n_items=self.n_items, n_labels=self.n_labels,
-                           n_attributes=self.n_attributes)
-        if self.n_attributes > self.n_items:
-            raise ValueError(f"n_attributes ({self.n_attributes}) names that many different "
-                             f"items, but there are only n_items = {self.n_items}")
+    @contract(n_items=positive_int, n_labels=positive_int, n_attributes=positive_int,
+              where=[require(lambda n_items, n_attributes: n_attributes <= n_items,
+                             lambda n_items, n_attributes: f"n_attributes ({n_attributes}) "
+                             f"names that many different items, but there are only n_items = "
+                             f"{n_items}")])
+    def __init__(self, n_items: int = 8, n_labels: int = 16, n_attributes: int = 3):
+        object.__setattr__(self, "n_items", n_items)
+        object.__setattr__(self, "n_labels", n_labels)
+        object.__setattr__(self, "n_attributes", n_attributes)
 
     @property
     def item_size(self):   # one one-hot block per attribute, then the one-hot label
@@ -41,11 +44,11 @@ class MultiFetchTask:
         return self.n_attributes * self.n_items
 
 
+@contract(batch=positive_int)
 def make_multi_fetch_batch(batch: int, task: MultiFetchTask = MultiFetchTask(),
                            generator: torch.Generator | None = None, device=None):
     """Returns (queries (B, 1, query_size), items (B, n, item_size), targets (B, A) labels,
     picked (B, A) the positions of the A different items the query names), A = n_attributes."""
-    check_positive_int(batch=batch)
     n, L, A = task.n_items, task.n_labels, task.n_attributes
     attributes = [torch.argsort(torch.rand(batch, n, generator=generator), dim=1)  # (B, n) each
                   for _ in range(A)]
@@ -83,12 +86,12 @@ class MultiFetchModel(nn.Module):
         return self.readout(out[:, 0]).view(-1, self.task.n_attributes, self.task.n_labels)
 
 
+@contract(steps=positive_int, batch=positive_int)
 def train_multi_fetch(model: MultiFetchModel, *, steps: int = 800, batch: int = 256,
                       lr: float = 3e-3, generator: torch.Generator | None = None, device=None):
     """Adam on fresh batches, cross-entropy on every slot, learning rate falling linearly to 0,
     on one CPU thread (as ``worlds.fetch.train_fetch``). Returns the mean loss of the last 100
     steps."""
-    check_positive_int(steps=steps, batch=batch)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     losses = []

@@ -16,9 +16,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_positive_int
+from ..contracts import contract, positive_int
 from ..positional import PositionalEncoding
-from ..transformer import TransformerEncoderBlock, _check_tokens, _embed, _embedding
+from ..transformer import TOKENS, TokenEmbedding, TransformerEncoderBlock
 from ..worlds.translation import UNK, linear_decay
 
 
@@ -27,21 +27,21 @@ class DecoderOnlyLM(nn.Module):
     and a linear layer to the vocabulary. forward(tokens (B, n)) -> logits (B, n, vocab_size);
     the logits at position i depend on tokens 0 .. i only."""
 
+    @contract(vocab_size=positive_int, num_blks=positive_int)
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  num_blks: int, dropout: float = 0.0, *, max_len: int = 1000):
         super().__init__()
-        check_positive_int(vocab_size=vocab_size, num_blks=num_blks)
         self.num_hiddens = num_hiddens
-        self.embedding = _embedding(vocab_size, num_hiddens)
+        self.embedding = TokenEmbedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential(*[TransformerEncoderBlock(num_hiddens, ffn_num_hiddens,
                                                             num_heads, dropout)
                                     for _ in range(num_blks)])
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
+    @contract(tokens=TOKENS)
     def forward(self, tokens):
-        _check_tokens(tokens)
-        X = _embed(self, tokens)             # (B, n, d): embedding * sqrt(d) + positions
+        X = self.pos_encoding(self.embedding(tokens))  # (B, n, d): embedding * sqrt(d) + positions
         for blk in self.blks:
             X = blk(X, is_causal=True)       # (B, n, d): position i sees positions <= i
         return self.dense(X)                 # (B, n, vocab_size)
@@ -85,13 +85,13 @@ def decoder_only_loss(model, rows, loss_mask):
     return (losses * loss_mask).sum() / loss_mask.sum()
 
 
+@contract(epochs=positive_int, batch_size=positive_int)
 def train_decoder_only(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
                        lr: float = 0.005, clip: float = 1.0, schedule=None,
                        generator: torch.Generator | None = None, device=None):
     """``train_seq2seq``'s loop for the decoder-only model: the same batches (from the same
     generator), Adam, gradient clipping and schedule (default: linear decay to zero).
     Returns the mean loss of each epoch."""
-    check_positive_int(epochs=epochs, batch_size=batch_size)
     device = device or next(model.parameters()).device
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     total = epochs * -(-len(pairs) // batch_size)
@@ -114,12 +114,12 @@ def train_decoder_only(model, data, pairs, *, epochs: int = 4, batch_size: int =
     return history
 
 
+@contract(max_len=positive_int)
 def translate_decoder_only(model, data, pairs, *, max_len: int = 60, device=None) -> list:
     """Greedy translations (lists of Chinese tokens): the prompt is the English and <sep>;
     each step appends the most likely next token, until <eos>. Sentences with the same number
     of English tokens are decoded together, so no row is padded. Without a cache, each step
     reads the whole row again (the chapter's cache would work here unchanged)."""
-    check_positive_int(max_len=max_len)
     device = device or next(model.parameters()).device
     offset, vocab = len(data.src_vocab), data.tgt_vocab
     groups = {}

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._checks import check_positive_int
+from ..contracts import contract, positive_int
 from ..multihead import MultiHeadAttention
 from .side_by_side import side_by_side
 
@@ -39,11 +39,11 @@ class FetchTask:
         return 2 * self.n_items
 
 
+@contract(batch=positive_int)
 def make_fetch_batch(batch: int, task: FetchTask = FetchTask(),
                      generator: torch.Generator | None = None, device=None):
     """Returns (queries (B, 1, query_size), items (B, n, item_size), targets (B, 2) labels,
     picked (B, 2) the positions of the two items the query names)."""
-    check_positive_int(batch=batch)
     n, L = task.n_items, task.n_labels
     colours = torch.argsort(torch.rand(batch, n, generator=generator), dim=1)  # all different
     shapes = torch.argsort(torch.rand(batch, n, generator=generator), dim=1)
@@ -89,6 +89,7 @@ def slot_accuracy(model: FetchModel, data, head_mask=None) -> float:
         return (model(queries, items, head_mask).argmax(-1) == targets).float().mean().item()
 
 
+@contract(steps=positive_int, batch=positive_int)
 def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: float = 3e-3,
                 generator: torch.Generator | None = None, device=None, progress: bool = True,
                 on_step: Callable[[], None] | None = None):
@@ -97,7 +98,6 @@ def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: f
     ``on_step``, if given, is called after every step (``train_fetch_all`` counts with it)."""
     from tqdm.auto import tqdm  # book tooling: imported only when training runs
 
-    check_positive_int(steps=steps, batch=batch)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     losses, history = [], []
@@ -128,6 +128,7 @@ def train_fetch(model: FetchModel, *, steps: int = 1500, batch: int = 256, lr: f
     return history
 
 
+@contract(steps=positive_int)
 def train_fetch_all(models: Sequence[FetchModel], *, seed: int = 0, steps: int = 1500,
                     workers: int | None = None, device=None, progress: bool = True,
                     **kwargs) -> list[list[float]]:
@@ -137,7 +138,6 @@ def train_fetch_all(models: Sequence[FetchModel], *, seed: int = 0, steps: int =
     models = list(models)
     if not models or not all(isinstance(m, FetchModel) for m in models):
         raise ValueError(f"models must be a non-empty sequence of FetchModel, got {models!r:.80}")
-    check_positive_int(steps=steps)
 
     def training(model):
         def train(tick):

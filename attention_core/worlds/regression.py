@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import check_positive_int
+from ..contracts import contract, non_negative, positive, positive_int
 from ..pooling import NWKernelRegression
 
 
@@ -13,6 +13,7 @@ def regression_target(x: torch.Tensor) -> torch.Tensor:
     return 2 * torch.sin(x) + x**0.8
 
 
+@contract(n_train=positive_int, n_test=positive_int, x_max=positive, noise=non_negative)
 def make_regression_data(n_train: int = 50, n_test: int = 100, x_max: float = 5.0,
                          noise: float = 0.5, generator: torch.Generator | None = None,
                          dtype=torch.float32, device=None):
@@ -23,7 +24,6 @@ def make_regression_data(n_train: int = 50, n_test: int = 100, x_max: float = 5.
     from ``generator`` (default: one seeded with 0), then converted, so the data are the
     same on every machine.
     """
-    _check_data_args(n_train, n_test, x_max, noise)
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     f64 = dict(generator=gen, dtype=torch.float64)
     x_train, _ = torch.sort(torch.rand(n_train, **f64) * x_max)  # x_i ~ U[0, x_max], sorted
@@ -34,15 +34,7 @@ def make_regression_data(n_train: int = 50, n_test: int = 100, x_max: float = 5.
     return tuple(t.to(dtype=dtype, device=device) for t in (x_train, y_train, x_test, y_test))
 
 
-def _check_data_args(n_train, n_test, x_max, noise) -> None:
-    """The door of make_regression_data: positive sizes and range, non-negative noise."""
-    check_positive_int(n_train=n_train, n_test=n_test)
-    if not x_max > 0:
-        raise ValueError(f"x_max must be positive, got {x_max}")
-    if not noise >= 0:
-        raise ValueError(f"noise must be non-negative, got {noise}")
-
-
+@contract(steps=positive_int, log_every=positive_int)
 def fit_nw_bandwidth(model: NWKernelRegression, x_train: torch.Tensor, y_train: torch.Tensor,
                      *, steps: int = 200, lr: float = 0.05, log_every: int = 50,
                      exclude_self: bool = True):
@@ -55,7 +47,6 @@ def fit_nw_bandwidth(model: NWKernelRegression, x_train: torch.Tensor, y_train: 
     which just copies y_i.
     Returns the history [(step, loss, bandwidth), ...] every ``log_every`` steps and at the end.
     """
-    check_positive_int(steps=steps, log_every=log_every)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     history = []
     for step in range(1, steps + 1):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import check_choice, check_positive_int
+from ..contracts import contract, one_of, positive_int
 from ..variants import reinforce_loss, sample_hard_attention
 
 
+@contract(batch=positive_int, n_items=positive_int, dim=positive_int)
 def make_retrieval_batch(batch: int, n_items: int = 8, dim: int = 8, noise: float = 0.3,
                          generator: torch.Generator | None = None, device=None):
     """A lookup task: each example stores n_items (key, value) pairs, unit-length random keys
@@ -17,7 +18,6 @@ def make_retrieval_batch(batch: int, n_items: int = 8, dim: int = 8, noise: floa
     Returns queries (B, 1, dim), keys (B, n_items, dim), values (B, n_items, 1),
     targets (B, 1, 1) and the true index (B,).
     """
-    check_positive_int(batch=batch, n_items=n_items, dim=dim)
     keys = torch.randn(batch, n_items, dim, generator=generator)
     keys = keys / keys.norm(dim=-1, keepdim=True)
     values = torch.randn(batch, n_items, 1, generator=generator)
@@ -28,6 +28,7 @@ def make_retrieval_batch(batch: int, n_items: int = 8, dim: int = 8, noise: floa
     return tuple(t.to(device) for t in (queries, keys, values, targets, index))
 
 
+@contract(mode=one_of("soft", "hard"))
 def retrieval_loss(model, batch, mode: str, baseline: float = 0.0, generator=None):
     """Loss of one retrieval batch with soft or hard attention; ``model`` is a ScoredAttention.
 
@@ -36,7 +37,6 @@ def retrieval_loss(model, batch, mode: str, baseline: float = 0.0, generator=Non
     error has no gradient, and the returned surrogate's gradient is the REINFORCE estimate.
     Returns (surrogate loss to differentiate, mean squared error (a float)).
     """
-    check_choice("mode", mode, ("soft", "hard"))
     queries, keys, values, targets, _ = batch
     if mode == "soft":
         errors = ((model(queries, keys, values) - targets) ** 2).flatten()
@@ -55,6 +55,8 @@ def retrieval_accuracy(model, data) -> float:
     return (scores.argmax(-1).flatten() == index).float().mean().item()
 
 
+@contract(mode=one_of("soft", "hard"), steps=positive_int, batch=positive_int,
+          log_every=positive_int)
 def fit_retrieval(model, mode: str, held_out, *, steps: int = 300, batch: int = 64,
                   lr: float = 0.05, generator: torch.Generator | None = None,
                   log_every: int = 50, use_baseline: bool = True, **task):
@@ -65,7 +67,6 @@ def fit_retrieval(model, mode: str, held_out, *, steps: int = 300, batch: int = 
     ``use_baseline``. Returns [(step, training mean squared error, held-out accuracy), ...],
     the first entry at step 0, before any update.
     """
-    check_positive_int(steps=steps, batch=batch, log_every=log_every)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     baseline, history = 0.0, [(0, float("nan"), retrieval_accuracy(model, held_out))]
     for step in range(1, steps + 1):
@@ -81,6 +82,7 @@ def fit_retrieval(model, mode: str, held_out, *, steps: int = 300, batch: int = 
     return history
 
 
+@contract(mode=one_of("soft", "hard"), n_draws=positive_int)
 def gradient_draws(model, data, mode: str, n_draws: int, baseline: float = 0.0,
                    generator: torch.Generator | None = None):
     """The gradient of the score's parameters, estimated ``n_draws`` times on the same batch.
@@ -88,7 +90,6 @@ def gradient_draws(model, data, mode: str, n_draws: int, baseline: float = 0.0,
     Soft attention's gradient is exact, so every draw is the same; hard attention's REINFORCE
     estimate changes with the sampled items. Returns (n_draws, n_parameters).
     """
-    check_positive_int(n_draws=n_draws)
     draws = []
     for _ in range(n_draws):
         model.zero_grad()

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.nn import functional as F
 
-from .._checks import check_positive_int
+from ..contracts import contract, positive_int
 from ..captioning import HardAttentionDecoder, doubly_stochastic_penalty
 from ..decoding import decoder_input, greedy_decode
 from ..variants import reinforce_loss
@@ -62,9 +62,9 @@ class Scenes:
                       self.centres[pick], self.masks[pick], [self.captions[i] for i in rows])
 
 
+@contract(n=positive_int, size=positive_int, radius=positive_int)
 def _check_scenes(n: int, size: int, radius: int, colours, relations) -> None:
     """The door of make_scenes: sizes that leave room for two objects, known names."""
-    check_positive_int(n=n, size=size, radius=radius)
     if size < 6 * radius + 6:
         raise ValueError(f"size={size} leaves no room for two objects of radius={radius}: "
                          f"size must be at least 6 * radius + 6 = {6 * radius + 6}")
@@ -196,6 +196,7 @@ def caption_tensors(scenes: Scenes, vocab):
     return pad_batch([vocab.encode(c) for c in scenes.captions], vocab)
 
 
+@contract(epochs=positive_int, batch_size=positive_int)
 def train_captioner(model, scenes: Scenes, vocab, *, epochs: int = 3, batch_size: int = 32,
                     lr: float = 0.01, penalty: float = 0.0, clip: float = 1.0,
                     generator: torch.Generator | None = None, progress: bool = True,
@@ -206,7 +207,6 @@ def train_captioner(model, scenes: Scenes, vocab, *, epochs: int = 3, batch_size
     after every step. Returns each epoch's mean cross-entropy (the penalty not included)."""
     from tqdm.auto import tqdm  # book tooling: imported only when training runs
 
-    check_positive_int(epochs=epochs, batch_size=batch_size)
     device = next(model.parameters()).device
     captions, lens = caption_tensors(scenes, vocab)
     n_batches = -(-len(scenes) // batch_size)
@@ -236,6 +236,7 @@ def train_captioner(model, scenes: Scenes, vocab, *, epochs: int = 3, batch_size
     return history
 
 
+@contract(epochs=positive_int, batch_size=positive_int)
 def train_captioners(models: Sequence, scenes: Scenes, vocab, *, seed: int = 0,
                      epochs: int = 3, batch_size: int = 32, workers: int | None = None,
                      progress: bool = True, **kwargs) -> list[list]:
@@ -245,7 +246,6 @@ def train_captioners(models: Sequence, scenes: Scenes, vocab, *, seed: int = 0,
     them may draw from the global generator (a hard-attention captioner's samples); the caller
     seeds it. One progress bar counts the steps of all of them."""
     models = list(models)
-    check_positive_int(epochs=epochs, batch_size=batch_size)
     steps = epochs * -(-len(scenes) // batch_size)
 
     def training(model):
@@ -281,6 +281,7 @@ def attention_on_objects(weights, scenes: Scenes, grid: int):
     return torch.stack(on).mean().item(), torch.stack(chance).mean().item()
 
 
+@contract(epochs=positive_int, batch_size=positive_int, warmup=positive_int)
 def train_classifier(model, images, labels, *, epochs: int = 2, batch_size: int = 64,
                      lr: float = 0.002, weight_decay: float = 0.05, warmup: int = 50,
                      generator: torch.Generator | None = None, progress: bool = True) -> list:
@@ -289,7 +290,6 @@ def train_classifier(model, images, labels, *, epochs: int = 2, batch_size: int 
     come from ``generator``; the progress bar is display only. Returns each epoch's mean loss."""
     from tqdm.auto import tqdm
 
-    check_positive_int(epochs=epochs, batch_size=batch_size, warmup=warmup)
     if images.shape[0] != labels.shape[0]:
         raise ValueError(f"images {tuple(images.shape)} and labels {tuple(labels.shape)} "
                          "must hold the same number of examples")

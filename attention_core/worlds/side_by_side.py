@@ -15,11 +15,12 @@ from typing import TypeVar
 
 import torch
 
-from .._checks import check_positive_int
+from ..contracts import contract, positive_int
 
 T = TypeVar("T")
 
 
+@contract(workers=positive_int, total=positive_int)
 def side_by_side(trainings: Sequence[Callable[[Callable[[], None]], T]], *, total: int,
                  workers: int | None = None, desc: str = "training",
                  progress: bool = True) -> list[T]:
@@ -37,7 +38,6 @@ def side_by_side(trainings: Sequence[Callable[[Callable[[], None]], T]], *, tota
                          f"{trainings!r:.80}")
     caller_threads = torch.get_num_threads()
     workers = min(len(trainings), caller_threads) if workers is None else workers
-    check_positive_int(workers=workers, total=total)
     done = [0] * len(trainings)
 
     def run(i):

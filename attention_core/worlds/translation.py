@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from .._checks import check_positive_int
+from ..contracts import contract, positive_int
 from ..decoding import decoder_input, evaluating, greedy_decode
 
 ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
@@ -224,11 +224,11 @@ def python_rng(generator: torch.Generator | None) -> random.Random:
     return random.Random(int(torch.randint(2**62, (), generator=gen)))
 
 
+@contract(n_pairs=positive_int, max_items=positive_int)
 def make_corpus(n_pairs: int, generator: torch.Generator | None = None, max_items: int = 4,
                 exclude=()):
     """``n_pairs`` distinct pairs with 1..max_items items each (uniformly), none of whose
     source sentences is in ``exclude``."""
-    check_positive_int(n_pairs=n_pairs, max_items=max_items)
     rng = python_rng(generator)
     seen, pairs = {" ".join(s) for s in exclude}, []
     while len(pairs) < n_pairs:
@@ -247,11 +247,11 @@ def make_splits(n_train: int = 20000, n_valid: int = 1000, n_test: int = 1000,
     return (pairs[:n_train], pairs[n_train:n_train + n_valid], pairs[n_train + n_valid:])
 
 
+@contract(per_items=positive_int, max_items=positive_int)
 def make_length_test(per_items: int = 200, generator: torch.Generator | None = None,
                      max_items: int = 4, exclude=()):
     """A test set with exactly ``per_items`` sentences of each number of items 1..max_items,
     none of them in ``exclude``: the lengths are controlled, so every length bucket is full."""
-    check_positive_int(per_items=per_items, max_items=max_items)
     rng = python_rng(generator)
     seen = {" ".join(s) for s in exclude}
     pairs = []
@@ -421,17 +421,17 @@ def masked_cross_entropy(logits, targets, valid_lens, label_smoothing: float = 0
     return (losses * mask).sum() / mask.sum()                             # mean over real tokens
 
 
+@contract(warmup=positive_int)
 def inverse_sqrt_warmup(warmup: int):
     """Vaswani et al.'s schedule as a factor of the peak rate: a linear rise over ``warmup``
     steps, then decay as 1/sqrt(step): factor(step) = min(step / warmup, sqrt(warmup / step))."""
-    check_positive_int(warmup=warmup)
     return lambda step, total: min((step + 1) / warmup, (warmup / (step + 1)) ** 0.5)
 
 
+@contract(warmup=positive_int)
 def warmup_linear_decay(warmup: int):
     """A linear rise over ``warmup`` steps to the peak rate, then a linear fall to 0 at the
     last step: factor(step) = min(step / warmup, (total - step) / (total - warmup))."""
-    check_positive_int(warmup=warmup)
     return lambda step, total: min((step + 1) / warmup, (total - step) / max(total - warmup, 1))
 
 
@@ -459,6 +459,7 @@ def train_step(model, optimizer, src, src_valid_lens, tgt, tgt_valid_lens, bos: 
     return loss.detach()
 
 
+@contract(epochs=positive_int, batch_size=positive_int)
 def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
                   lr: float = 0.005, clip: float = 1.0, decay: bool = True, schedule=None,
                   label_smoothing: float = 0.0,
@@ -482,7 +483,6 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
     """
     from tqdm.auto import tqdm  # book tooling: imported only when training runs
 
-    check_positive_int(epochs=epochs, batch_size=batch_size)
     device = device or next(model.parameters()).device
     n_batches = -(-len(pairs) // batch_size)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -511,6 +511,7 @@ def train_seq2seq(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
 
 
 # ---- using a trained model -----------------------------------------------------------
+@contract(batch_size=positive_int, max_len=positive_int)
 def translate(model, data, pairs, *, batch_size: int = 250, max_len: int = 60, device=None):
     """Greedy translations of ``pairs`` (corpus.Pair or (source, target); the targets are not
     used) as lists of target tokens, without <bos>/<eos>.
@@ -520,7 +521,6 @@ def translate(model, data, pairs, *, batch_size: int = 250, max_len: int = 60, d
     of ``batch_size``, at most ``max_len`` tokens each, on ``device`` (default: the model's).
     A source token missing from the vocabulary is read as <unk>.
     """
-    check_positive_int(batch_size=batch_size, max_len=max_len)
     device = device or next(model.parameters()).device
     vocab, predictions = data.tgt_vocab, []
     for start in range(0, len(pairs), batch_size):
@@ -531,6 +531,7 @@ def translate(model, data, pairs, *, batch_size: int = 250, max_len: int = 60, d
     return predictions
 
 
+@contract(batch_size=positive_int)
 def teacher_forced_weights(model, data, pairs, *, batch_size: int = 250, device=None):
     """The attention decoder's weights while it reads the reference translations (teacher
     forcing), so that row t belongs to target token t: (B, n_tgt, n_src) on the CPU.
@@ -539,7 +540,6 @@ def teacher_forced_weights(model, data, pairs, *, batch_size: int = 250, device=
     <eos>; rows and columns past a sentence's own lengths are zero. model: an EncoderDecoder
     whose decoder keeps ``attention_weights`` (B, n_tgt, n_src) of its last call.
     """
-    check_positive_int(batch_size=batch_size)
     if not hasattr(model.decoder, "attention_weights"):
         raise TypeError(f"{type(model.decoder).__name__} keeps no attention_weights")
     device = device or next(model.parameters()).device

@@ -10,22 +10,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_positive_int
+from ..contracts import contract, positive_int, require
 from ..attention import SelfAttention
 
 
-def _check_twins(batch: int, n: int) -> None:
-    """The door of make_twins_batch: positive sizes and an even n (each symbol appears twice)."""
-    check_positive_int(batch=batch, n=n)
-    if n % 2:
-        raise ValueError(f"n must be even (each symbol appears twice), got n={n}")
-
-
+@contract(batch=positive_int, n=positive_int,
+          where=[require(lambda n: n % 2 == 0,
+                         lambda n: f"n must be even (each symbol appears twice), got n={n}")])
 def make_twins_batch(batch: int, n: int = 8, generator: torch.Generator | None = None, device=None):
     """(X, target, same): X (batch, n, n/2 + 1) is a one-hot symbol and a value per position,
     target (batch, n) the mean value of each position's pair, same (batch, n, n) True where
     two positions hold the same symbol. Drawn on the CPU, so every device gets the same data."""
-    _check_twins(batch, n)
     symbols = torch.stack([torch.randperm(n, generator=generator) // 2 for _ in range(batch)])  # (batch, n)
     values = torch.randn(batch, n, generator=generator)                                          # (batch, n)
     X = torch.cat([nn.functional.one_hot(symbols, n // 2).float(), values[..., None]], dim=-1)   # (batch, n, n/2 + 1)
@@ -47,10 +42,10 @@ class TwinsModel(nn.Module):
         return self.readout(Y).squeeze(-1)   # (batch, n): one number per position
 
 
+@contract(steps=positive_int, batch=positive_int)
 def fit_twins(model: TwinsModel, *, steps: int = 300, batch: int = 64, lr: float = 0.02,
               n: int = 8, generator: torch.Generator | None = None):
     """Adam on the mean squared error, a fresh batch every step; returns the last batch's loss."""
-    check_positive_int(steps=steps, batch=batch)
     device = next(model.parameters()).device
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     for _ in range(steps):

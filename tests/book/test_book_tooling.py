@@ -10,7 +10,7 @@ from matplotlib import pyplot as plt  # noqa: E402
 
 import attention_core as ac  # noqa: E402
 from attention_core.book.plot import show_heatmaps, use_house_style  # noqa: E402
-from attention_core.book.runtime import get_device  # noqa: E402
+from attention_core.runtime import get_device  # noqa: E402
 from attention_core.book.source import show_source  # noqa: E402
 from attention_core.book.timing import best_times  # noqa: E402
 from attention_core.book.widgets import SLIDER_JS, Slider, slider_figure  # noqa: E402

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from torch.nn import functional as F
 
 from attention_core import BACKENDS, attend
-from attention_core._checks import leading_shapes
+from attention_core.contracts import leading_shapes
 
 
 def backends():

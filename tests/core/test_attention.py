@@ -100,7 +100,7 @@ def test_dropout_only_in_training():
 
 @pytest.mark.parametrize("call, err, words", [
     (lambda a: a(torch.randn(2, 3), torch.randn(2, 3, 4), torch.randn(2, 3, 4)), ValueError,
-     "queries must be (batch, [heads,] n_queries, d_q), got shape (2, 3)"),
+     "queries must be (batch, [heads,] n_queries, d), got shape (2, 3)"),
     (lambda a: a(torch.randn(2, 3, 4), torch.randn(3, 5, 4), torch.randn(3, 5, 6)), ValueError,
      "keys has size 3 in dimension 0"),
     (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 4, 6)), ValueError,

@@ -113,7 +113,7 @@ def test_positional_extras_bad_input():
         RotaryEmbedding(7)
     with pytest.raises(ValueError, match="num_hiddens is 8"):
         RotaryEmbedding(8)(torch.randn(2, 3, 6))
-    with pytest.raises(ValueError, match=r"positions must be \(3,\)"):
+    with pytest.raises(ValueError, match=r"positions has size 4 in dimension 0 \(shape \(4,\)\), but n of X is 3"):
         RotaryEmbedding(8)(torch.randn(2, 3, 8), positions=torch.arange(4))
     with pytest.raises(ValueError, match="max_len must be a positive int"):
         LearnedPositionalEncoding(4, max_len=0)

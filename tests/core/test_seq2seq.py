@@ -141,7 +141,7 @@ def test_greedy_and_beam_decoding(tiny, trained):
         beam_search(trained, src[:1], src_lens[:1], 1, 2, beam_size=0)
     with pytest.raises(ValueError, match=r"src must be \(1, n_src\)"):
         beam_search(trained, src, src_lens, 1, 2)
-    with pytest.raises(ValueError, match="src_valid_lens must be"):
+    with pytest.raises(ValueError, match=r"src_valid_lens of shape \(3,\) must be \(8,\)"):
         greedy_decode(trained, src, src_lens[:3], 1, 2)
 
 

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from torch.nn import functional as F
 
 import attention_core as ac
-from attention_core import efficient
 from attention_core import triton_attention as ta
 
 

@@ -159,15 +159,20 @@ def test_vit_runs_on_meta_and_compiles_without_graph_breaks():
 
 
 @pytest.mark.parametrize("images, message", [
-    (torch.rand(2, 3, 48), "images must be .batch, channels, height, width."),
-    (torch.rand(2, 1, 48, 48), "the layer's channels is 3"),
-    (torch.rand(2, 3, 44, 44), "multiples of patch_size=8"),
-    (torch.rand(2, 3, 40, 40), "the model's image_size is 48"),
+    (torch.rand(2, 3, 48), "images must be .batch, channels, image_size, image_size."),
+    (torch.rand(2, 1, 48, 48), "this layer's channels is 3"),
+    (torch.rand(2, 3, 40, 40), "this layer's image_size is 48"),
     (torch.randint(2, (2, 3, 48, 48)), "images must have a floating dtype"),
 ])
 def test_bad_images_name_the_argument_and_shape(images, message):
     with pytest.raises((ValueError, TypeError), match=message):
         _vit()(images)
+
+
+def test_the_patch_embedding_needs_whole_patches():
+    with pytest.raises(ValueError, match=r"images of shape \(2, 3, 44, 44\): height and width "
+                       r"must be multiples of patch_size=8"):
+        PatchEmbedding(32, 8)(torch.rand(2, 3, 44, 44))
 
 
 def test_bad_vit_sizes_are_refused():
@@ -238,8 +243,8 @@ def test_greedy_captions_stop_at_eos_and_keep_every_steps_attention():
 
 
 @pytest.mark.parametrize("images, message", [
-    (torch.rand(2, 3, 40, 40), r"images must be \(batch, 3, 48, 48\)"),
-    (torch.rand(3, 48, 48), r"images must be \(batch, channels, height, width\)"),
+    (torch.rand(2, 3, 40, 40), r"images has size 40 in dimension 2 .* image_size is 48"),
+    (torch.rand(3, 48, 48), r"images must be \(batch, channels, image_size, image_size\)"),
 ])
 def test_bad_images_for_the_captioner_name_the_shape(images, message):
     with pytest.raises(ValueError, match=message):
