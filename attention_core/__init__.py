@@ -2,22 +2,26 @@
 
 Three layers:
 
-* mechanisms (this package, torch only): masking, pooling, scoring, attention (the core
-  ``attend`` and the layers over it), variants (local, hard), positional, multihead,
-  transformer, efficient (long lengths), seq2seq, decoding, vision (patches as tokens), captioning (words attending over an image);
+* mechanisms (this package, torch only): contracts (what each entry accepts), masking,
+  pooling, scoring, attention (the core ``attend`` and the layers over it), variants (local,
+  hard), positional, multihead, transformer, efficient (long lengths), seq2seq, decoding,
+  vision (patches as tokens), captioning (words attending over an image), runtime (seed and
+  device);
 * ``attention_core.worlds``: the toy worlds the chapters train and measure on;
 * ``attention_core.book``: figures, sliders, displayed source and timing for the chapters
   (``pip install -e .[book]``).
 
 ``import attention_core`` imports torch and nothing else heavy.
 
-Shapes, one legend for every docstring and comment:
+Shapes, one legend for every docstring, comment and contract (``attention_core.contracts``):
 
     B       batch
     n_q     queries (the positions that ask)         n_k   keys = values (the positions read)
     n       positions of a sequence that attends to itself (n_q = n_k = n)
     d       size of queries and keys (d_q, d_k where they may differ); d_v of values
-    h       heads; d_head = num_hiddens / h
+    h       heads; d_head = num_hiddens / h; h_kv key/value heads (grouped-query attention)
+    *h      any number of axes (none included), e.g. (B, *h, n_q, d) is (B, n_q, d) or
+            (B, h, n_q, d)
     d_a     hidden size of the additive score w_v^T tanh(W_q q + W_k k)
 
 Arguments keep one name and one order: ``num_hiddens, num_heads, dropout``; input sizes are

@@ -7,9 +7,10 @@ reference; the "sdpa" backend calls torch's fused ``scaled_dot_product_attention
 never hands the weights back and is used whenever no weights are asked for. The two are
 tested equal, and every backend gives a query with no key to attend to a zero output.
 
-Shapes: queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v);
-mask boolean (True = may attend) or float (added to the scores), broadcastable to
-(B, [h,] n_q, n_k). Keys and values may have fewer heads than queries, h_kv dividing h
+Shapes: queries (B, *h, n_q, d), keys (B, *h_kv, n_k, d), values (B, *h_kv, n_k, d_v), where
+*h stands for any head axes (usually none or one); mask boolean (True = may attend) or float
+(added to the scores), broadcastable to (B, *h, n_q, n_k). Keys and values may have fewer
+heads than queries, h_kv dividing h
 (grouped-query attention): query head i reads key/value head i // (h / h_kv), as torch's
 ``enable_gqa`` does. ``attend`` takes what ``F.scaled_dot_product_attention`` takes, leading axes
 that broadcast included, and gives its result on every backend.
@@ -58,7 +59,7 @@ def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=N
                    dropout_p=0.0, score=None):
     """softmax(Q K^T / sqrt(d)) V, the three steps written out; returns (output, weights).
 
-    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v); mask None,
+    queries (B, *h, n_q, d), keys (B, *h_kv, n_k, d), values (B, *h_kv, n_k, d_v); mask None,
     boolean (True = may attend) or float (added to the scores). ``scale`` replaces 1/sqrt(d);
     ``score(q, k)`` replaces q·k.
     """
@@ -69,17 +70,17 @@ def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=N
     elif scale is None:
         scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])
     else:
-        scores = queries @ keys.transpose(-2, -1) * scale                # (B, [h,] n_q, n_k)
+        scores = queries @ keys.transpose(-2, -1) * scale                # (B, *h, n_q, n_k)
     if mask is not None and mask.is_floating_point():  # a float mask is added, as in torch
         scores, mask = scores + mask, None
     if is_causal:  # query i may not see keys j > i
         causal = causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device)
         mask = causal if mask is None else mask & causal
     # 2. normalise: a softmax over the keys each query may see
-    weights = masked_softmax.__wrapped__(scores, mask=mask)              # (B, [h,] n_q, n_k)
+    weights = masked_softmax.__wrapped__(scores, mask=mask)              # (B, *h, n_q, n_k)
     # 3. average the values with the weights
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
-    return dropped @ values, weights                                     # (B, [h,] n_q, d_v)
+    return dropped @ values, weights                                     # (B, *h, n_q, d_v)
 
 
 def sdpa_attention(queries, keys, values, mask=None, *, is_causal=False, scale=None,
@@ -135,7 +136,7 @@ def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=N
     the shapes, whatever ``enable_gqa`` says, which is accepted for torch's signature); d_k = d
     unless ``score`` is given.
     mask: None; boolean, True = may attend; or float, added to the scores (-inf hides a key), as
-    torch documents ``attn_mask``; broadcastable to (B, [h,] n_q, n_k).
+    torch documents ``attn_mask``; broadcastable to (B, *h, n_q, n_k).
     is_causal: query i may also not see keys j > i (top-left aligned, as in torch); unlike
     torch, it may be combined with a mask (both apply).
     scale: multiplies q·k (default 1/sqrt(d)). score: a function (queries, keys) -> scores
@@ -143,7 +144,7 @@ def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=N
     dropout_p: dropout on the weights (pass 0 at evaluation). need_weights: also return them.
     backend: "math", "sdpa", ... (``BACKENDS``); default "sdpa", or "math" when weights or a
     custom score are asked for.
-    Returns (output (B, [h,] n_q, d_v), weights (B, [h,] n_q, n_k) or None). A query with no
+    Returns (output (B, *h, n_q, d_v), weights (B, *h, n_q, n_k) or None). A query with no
     key to attend to gets zero weights and a zero output on every backend.
     """
     if need_weights or score is not None:
@@ -162,9 +163,9 @@ def dropout_p(module: nn.Module) -> float:
 class DotProductAttention(nn.Module):
     """Scaled dot-product attention that keeps its weights: softmax(q·k / sqrt(d)) v.
 
-    ``forward(queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v),
-    valid_lens None | (B,) | (B, n_q)) -> (B, [h,] n_q, d_v)``; keeps
-    ``self.attention_weights`` (B, [h,] n_q, n_k).
+    ``forward(queries (B, *h, n_q, d), keys (B, *h_kv, n_k, d), values (B, *h_kv, n_k, d_v),
+    valid_lens None | (B,) | (B, n_q)) -> (B, *h, n_q, d_v)``, h_kv dividing h (grouped heads);
+    keeps ``self.attention_weights`` (B, *h, n_q, n_k).
     """
 
     @contract(dropout=probability)
@@ -187,9 +188,10 @@ class AdditiveAttention(nn.Module):
 
     W_q: d_q -> d_a and W_k: d_k -> d_a map query and key into one hidden space of size
     ``num_hiddens`` (d_a), so queries and keys may have different sizes.
-    ``forward(queries (B, n_q, d_q), keys (B, n_k, d_k), values (B, n_k, d_v), valid_lens,
-    projected_keys=None) -> (B, n_q, d_v)``; keeps ``self.attention_weights`` (B, n_q, n_k).
-    ``projected_keys``: W_k(keys), for a caller that reuses the same keys at every step.
+    ``forward(queries (B, n_q, query_size), keys (B, n_k, key_size), values (B, n_k, d_v),
+    valid_lens, projected_keys (B, n_k, d_a) = None) -> (B, n_q, d_v)``; keeps
+    ``self.attention_weights`` (B, n_q, n_k). ``projected_keys``: W_k(keys), for a caller that
+    reuses the same keys at every step.
     """
 
     @contract(num_hiddens=positive_int, dropout=probability, query_size=positive_int,
@@ -212,7 +214,7 @@ class AdditiveAttention(nn.Module):
         return in_features(self.W_k)
 
     @contract(queries="B n_q self.query_size", keys="B n_k self.key_size", values="B n_k d_v",
-              valid_lens=lengths(), projected_keys="B n_k _")
+              valid_lens=lengths(), projected_keys="B n_k d_a")
     def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
         def score(q, k):
             return additive_scores(self.W_q, self.W_k, self.w_v, q, k, projected_keys)

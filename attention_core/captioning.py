@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .attention import AdditiveAttention
-from .contracts import contract, lengths, positive_int, require
+from .contracts import contract, lengths, positive_int, require, tensor
 from .seq2seq import AttentionDecoder, EncoderDecoder
 from .variants import sample_values
 
@@ -33,8 +33,8 @@ class GridEncoder(nn.Module):
     normalization, ReLU and 2x2 max pooling: (B, C, H, W) ->
     features (B, (H/8)(W/8), num_hiddens) in row-major cell order, plus a learned vector per
     cell; and the decoder's initial state (1, B, num_hiddens) = tanh(W mean of the features).
-    forward(images, valid_lens=None) -> (features, state); valid_lens is ignored (every cell
-    is there), for the seq2seq encoder signature."""
+    forward(images (B, channels, image_size, image_size), valid_lens=None) -> (features,
+    state); valid_lens is ignored (every cell is there), for the seq2seq encoder signature."""
 
     @contract(num_hiddens=positive_int, image_size=positive_int, channels=positive_int,
               where=[require(lambda image_size: image_size % 8 == 0,
@@ -85,6 +85,7 @@ class HardAttentionDecoder(AttentionDecoder):
     """Chapter 4's decoder with ``SampledAttention``: each word reads one cell of the grid.
     After a forward, ``log_probs`` (B, n) holds log alpha of each step's chosen cell."""
 
+    @contract(vocab_size=positive_int, embed_size=positive_int, num_hiddens=positive_int)
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int):
         super().__init__(vocab_size, embed_size, num_hiddens)
         self.attention = SampledAttention(num_hiddens, query_size=num_hiddens,
@@ -101,15 +102,19 @@ class HardAttentionDecoder(AttentionDecoder):
 
 class Captioner(EncoderDecoder):
     """GridEncoder and chapter 4's AttentionDecoder (or, with ``hard=True``, the
-    HardAttentionDecoder). forward(images, tokens) -> logits (B, n, vocab) with teacher forcing
-    (tokens: <bos> + caption[:-1]); the decoder keeps ``attention_weights`` (B, n, g * g)."""
+    HardAttentionDecoder). forward(images (B, *image), tokens (B, n)) -> logits (B, n, vocab)
+    with teacher forcing (tokens: <bos> + caption[:-1]), *image being (channels, image_size,
+    image_size) as the encoder checks; the decoder keeps ``attention_weights`` (B, n, g * g)."""
 
+    @contract(vocab_size=positive_int, embed_size=positive_int, num_hiddens=positive_int,
+              image_size=positive_int)
     def __init__(self, vocab_size: int, embed_size: int = 32, num_hiddens: int = 64,
                  image_size: int = 48, hard: bool = False):
         decoder = HardAttentionDecoder if hard else AttentionDecoder
         super().__init__(GridEncoder(num_hiddens, image_size),
                          decoder(vocab_size, embed_size, num_hiddens))
 
+    @contract(images="B *image", tokens=tensor("B n", "int", "token indices"))
     def forward(self, images, tokens, src_valid_lens=None):
         return super().forward(images, tokens, None)  # every cell of the grid is there
 

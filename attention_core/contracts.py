@@ -367,7 +367,7 @@ def size(symbol: str) -> Size:
 
 class ScoresMask(Spec):
     """A mask for attention scores: boolean (True = may attend) or floating (added to the
-    scores), broadcastable to the scores' shape (B, [h,] n_q, n_k), whose leading axes are the
+    scores), broadcastable to the scores' shape (B, *h, n_q, n_k), whose leading axes are the
     queries' broadcast against the keys' and values' (as torch's)."""
 
     def __init__(self, queries: str = "queries", keys: str = "keys", values: str = "values"):

@@ -16,7 +16,8 @@ import dataclasses
 
 import torch
 
-from .contracts import contract, lengths, non_negative, positive_int, require, tensor
+from .contracts import (contract, instance_of, lengths, non_negative, positive_int, require,
+                        tensor)
 
 __all__ = ["DecoderState", "evaluating", "start", "greedy_decode", "beam_search",
            "sequence_log_prob", "decoder_input"]
@@ -51,6 +52,7 @@ def _take(value, index, dim):
     return value  # ints, None, ...: the same for every row
 
 
+@contract(model=instance_of(torch.nn.Module))
 @contextlib.contextmanager
 def evaluating(model: torch.nn.Module):
     """Evaluation mode and no autograd inside the block; the model's mode is restored after."""
@@ -65,8 +67,9 @@ def evaluating(model: torch.nn.Module):
 
 @contract(**SOURCE)
 def start(model, src, src_valid_lens):
-    """Encode ``src`` (B, n_src), or with src_valid_lens None any batch the encoder reads (every
-    position valid), and return the decoder's initial state."""
+    """Encode ``src`` (B, *rest): token indices (B, n_src) with their lengths src_valid_lens
+    (B,), or, with src_valid_lens None, any batch the encoder reads (every position valid); and
+    return the decoder's initial state."""
     if src_valid_lens is not None:
         src_valid_lens = torch.as_tensor(src_valid_lens, device=src.device)  # (B,)
     return model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens)
@@ -74,7 +77,8 @@ def start(model, src, src_valid_lens):
 
 @contract(**SOURCE, max_len=positive_int)
 def greedy_decode(model, src, src_valid_lens, bos: int, eos: int, max_len: int = 60):
-    """Translate a batch by always taking the most likely next token.
+    """Translate a batch, src (B, *rest) as ``start`` takes it, by always taking the most likely
+    next token.
 
     Returns (tokens (B, steps), with everything after <eos> set to <eos>; attention weights
     (B, steps, n_src), or None for a decoder that keeps no ``attention_weights``).
@@ -148,7 +152,8 @@ def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int =
 def sequence_log_prob(model, src, src_valid_lens, tokens, bos: int, eos: int):
     """log P(tokens + <eos> | src) under the model, for each sentence of a batch.
 
-    tokens: (B, n) target indices without <bos>/<eos>, all of length n. Returns (B,).
+    src (B, *rest) as ``start`` takes it; tokens (B, n) target indices without <bos>/<eos>, all
+    of length n. Returns (B,).
     """
     ends = torch.full((tokens.shape[0], 1), eos, dtype=tokens.dtype, device=tokens.device)
     tgt = torch.cat([tokens, ends], dim=1)  # (an empty output is <eos> alone)

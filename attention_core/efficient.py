@@ -33,7 +33,7 @@ __all__ = ["softmax_statistics", "online_softmax", "chunked_attention",
 # ---- the online softmax ----------------------------------------------------------------
 @contract(x="*lead n", block_size=positive_int)
 def softmax_statistics(x: torch.Tensor, block_size: int = 128):
-    """One pass over the last axis in blocks: the running maximum m and the running sum
+    """x (*lead, n): one pass over the last axis in blocks, the running maximum m and the sum
     l = sum_j exp(x_j - m), rescaled whenever the maximum grows:
     l <- l * exp(m_old - m_new) + sum_block exp(x_j - m_new). Returns (m, l), each (...,)."""
     m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)  # (...,)
@@ -48,7 +48,8 @@ def softmax_statistics(x: torch.Tensor, block_size: int = 128):
 
 @contract(x="*lead n", block_size=positive_int)
 def online_softmax(x: torch.Tensor, block_size: int = 128) -> torch.Tensor:
-    """softmax over the last axis from the streamed statistics: exp(x - m) / l."""
+    """The softmax of x (*lead, n) over its last axis from the streamed statistics:
+    exp(x - m) / l."""
     m, l = softmax_statistics.__wrapped__(x, block_size)
     return torch.exp(x - m[..., None]) / l[..., None]
 
@@ -201,14 +202,14 @@ def chunked_attention(queries, keys, values, valid_lens=None, *, is_causal: bool
                       mask=None, scale=None, block_size: int = 256) -> torch.Tensor:
     """Exact scaled dot-product attention from (block_size, block_size) tiles, differentiable.
 
-    queries (B, [h,] n_q, d), keys (B, [h,] n_k, d), values (B, [h,] n_k, d_v); valid_lens
+    queries (B, *h, n_q, d), keys (B, *h_kv, n_k, d), values (B, *h_kv, n_k, d_v); valid_lens
     None | (B,) | (B, n_q); mask boolean (True = may attend) or float (added to the scores),
-    broadcastable to (B, [h,] n_q, n_k); is_causal: query i sees keys j <= i. Never holds more
+    broadcastable to (B, *h, n_q, n_k); is_causal: query i sees keys j <= i. Never holds more
     than one tile of scores, in the forward pass or the backward: extra memory
     O(n_q * (d_v + block_size)), not O(n_q * n_k); for the backward it keeps the output and one
     log-sum-exp per query. Tiles that the causal mask hides entirely are skipped. The default
     block, 256, fits a tile's working set (4 b d + b^2 float32 numbers at d = 64) in a 1 MiB L2
-    cache. Returns (B, [h,] n_q, d_v); a query with no key gets zeros, and zero gradients.
+    cache. Returns (B, *h, n_q, d_v); a query with no key gets zeros, and zero gradients.
     """
     lens_mask = padding_mask(valid_lens, queries, keys.shape[-2])       # (B, 1.., 1|n_q, n_k)
     if lens_mask is not None:
@@ -234,11 +235,12 @@ BACKENDS["chunked"] = _chunked_backend
 def sliding_window_attention(queries, keys, values, window: int, *, is_causal: bool = False,
                              valid_lens=None, scale=None) -> torch.Tensor:
     """Each query i attends to the keys j with ``|i - j| <= window`` (i - window <= j <= i when
-    causal), for self-attention-shaped inputs: queries, keys, values (B, [h,] n, d).
+    causal), for self-attention-shaped inputs: queries (B, *h, n, d), keys (B, *h_kv, n, d),
+    values (B, *h_kv, n, d_v), h_kv dividing h.
 
     Queries are taken in blocks of ``window``; a block's keys lie in the block itself and the
     ones before and after it, so scores are (n / window) tiles of (window, 3 window): time and
-    memory grow linearly in n. Returns (B, [h,] n, d_v).
+    memory grow linearly in n. Returns (B, *h, n, d_v).
     """
     n = queries.shape[-2]
     keys, values = share_kv_heads(queries, keys, values)
@@ -277,7 +279,8 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
           chunk_size=positive_int, where=[grouped_heads])
 def linear_attention(queries, keys, values, *, is_causal: bool = False, chunk_size: int = 64,
                      eps: float = 1e-6) -> torch.Tensor:
-    """Attention with the kernel phi(q).phi(k), phi = elu + 1, in place of exp(q.k / sqrt(d)):
+    """queries (B, *h, n_q, d), keys (B, *h_kv, n_k, d), values (B, *h_kv, n_k, d_v) -> (B, *h,
+    n_q, d_v): attention with the kernel phi(q).phi(k), phi = elu + 1, in place of exp(q.k / sqrt(d)):
     out_i = phi(q_i)^T S / phi(q_i)^T z with S = sum_j phi(k_j) v_j^T and z = sum_j phi(k_j),
     over all j (or j <= i when causal). S is (d, d_v): the cost is O(n d d_v), linear in n.
     Causal attention carries S and z from chunk to chunk and is exact within each chunk.

@@ -108,7 +108,7 @@ class MultiHeadAttention(nn.Module):
 
     @contract(queries="B n_q self.query_size", keys="B n_k self.key_size",
               values="B n_k self.value_size", valid_lens=lengths(),
-              head_mask=tensor("*b _", "any"),
+              head_mask=tensor("*any", "any"),
               where=[require(_head_mask_fits, _head_mask_message)])
     def forward(self, queries, keys, values, valid_lens=None, need_weights=None, *,
                 is_causal: bool = False, head_mask=None):

@@ -47,7 +47,8 @@ KERNELS = {"gaussian": _gaussian, "boxcar": _boxcar,
 @contract(x_query="n_q", x_train="n_train", kernel=one_of(*KERNELS), bandwidth=positive_or_scalar)
 def kernel_scores(x_query: torch.Tensor, x_train: torch.Tensor, kernel: str = "gaussian",
                   bandwidth=1.0) -> torch.Tensor:
-    """Attention scores log K((x_query - x_train) / bandwidth): (n_queries, n_train)."""
+    """Attention scores log K((x_query - x_train) / bandwidth) of queries x_query (n_q,) against
+    keys x_train (n_train,): (n_q, n_train)."""
     u = (x_query[:, None] - x_train[None, :]) / bandwidth  # (n_queries, n_train)
     return KERNELS[kernel](u)
 
@@ -65,11 +66,11 @@ def nadaraya_watson(x_train: torch.Tensor, y_train: torch.Tensor, x_query: torch
 
         f(x) = sum_i alpha(x, x_i) y_i,   alpha(x, x_i) = softmax_i(log K((x - x_i) / sigma)).
 
-    x_train: (n_train,) keys; y_train: (n_train,) values; x_query: (n_queries,) queries.
+    x_train (n_train,) keys; y_train (n_train,) values; x_query (n_q,) queries.
     kernel: "gaussian", "boxcar", "epanechnikov" or "constant" (average pooling).
     bandwidth: sigma > 0, the width of the kernel in units of x (a float or a scalar tensor).
     exclude_self: leave-one-out; the queries are the training points and query i ignores key i.
-    Returns (predictions (n_queries,), weights (n_queries, n_train)); every row of weights
+    Returns (predictions (n_q,), weights (n_q, n_train)); every row of weights
     sums to 1, except for a query that no key reaches (a boxcar or Epanechnikov kernel
     narrower than the gap to the nearest key), whose weights and prediction are 0.
     """
@@ -85,8 +86,9 @@ class NWKernelRegression(nn.Module):
     """Nadaraya–Watson regression with a Gaussian kernel whose bandwidth is learned.
 
     The bandwidth is stored as its logarithm so that gradient steps can never make it
-    negative. ``forward(x_query, x_train, y_train)`` returns predictions (n_queries,) and
-    keeps ``self.attention_weights`` (n_queries, n_train). With ``exclude_self=True`` the
+    negative. ``forward(x_query (n_q,), x_train (n_train,), y_train (n_train,))`` returns
+    predictions (n_q,) and keeps ``self.attention_weights`` (n_q, n_train). With
+    ``exclude_self=True`` the
     queries must be the training points themselves and each ignores its own key
     (leave-one-out): otherwise the best "bandwidth" is 0, which just copies each y_i.
     """
@@ -101,6 +103,7 @@ class NWKernelRegression(nn.Module):
     def bandwidth(self) -> torch.Tensor:
         return self.log_bandwidth.exp()  # sigma = exp(log sigma) > 0 for every log sigma
 
+    @contract(x_query="n_q", x_train="n_train", y_train="n_train")
     def forward(self, x_query, x_train, y_train, exclude_self: bool = False):
         # the estimate of nadaraya_watson with the Gaussian kernel and the learned sigma
         y_hat, self.attention_weights = nadaraya_watson(

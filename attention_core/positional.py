@@ -134,7 +134,7 @@ class RotaryEmbedding(nn.Module):
     i * theta_j, theta_j = base^(-2j/d). Since rotations compose, the score between a query at
     position i and a key at position j, (R_i q) · (R_j k) = q · R_{j-i} k, depends on the
     positions only through j - i.
-    forward(X (*lead, n, num_hiddens), positions=None (n,)) -> same shape; num_hiddens
+    forward(X (*lead, n, num_hiddens), positions (n,) = None) -> same shape; num_hiddens
     (the size of each query or key vector, per head) must be even.
     """
 

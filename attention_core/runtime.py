@@ -6,9 +6,14 @@ import random
 
 import torch
 
+from .contracts import contract, non_negative_int
+
+__all__ = ["set_seed", "get_device"]
+
 DEVICE_VARIABLE = "ATTENTION_CORE_DEVICE"
 
 
+@contract(seed=non_negative_int)
 def set_seed(seed: int = 0) -> None:
     """Seed Python's and torch's generators (CPU and every GPU)."""
     random.seed(seed)

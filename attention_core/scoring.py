@@ -35,7 +35,7 @@ class ScoreFunction(nn.Module):
 
 
 class DotScore(ScoreFunction):
-    """q · k: no parameters; needs d_q == d_k."""
+    """q · k for queries (B, n_q, d) and keys (B, n_k, d): no parameters."""
 
     @contract(queries="B n_q d", keys="B n_k d")
     def forward(self, queries, keys):
@@ -43,7 +43,8 @@ class DotScore(ScoreFunction):
 
 
 class ScaledDotScore(ScoreFunction):
-    """q · k / sqrt(d): keeps the scores' variance at 1 for unit-variance inputs."""
+    """q · k / sqrt(d) for queries (B, n_q, d) and keys (B, n_k, d): keeps the scores' variance
+    at 1 for unit-variance inputs."""
 
     @contract(queries="B n_q d", keys="B n_k d")
     def forward(self, queries, keys):
@@ -51,7 +52,8 @@ class ScaledDotScore(ScoreFunction):
 
 
 class CosineScore(ScoreFunction):
-    """scale * cos(q, k): the angle only, so scores lie in [-scale, scale]; needs d_q == d_k."""
+    """scale * cos(q, k) for queries (B, n_q, d) and keys (B, n_k, d): the angle only, so scores
+    lie in [-scale, scale]."""
 
     @contract(scale=positive)
     def __init__(self, scale: float = 1.0):
@@ -64,7 +66,8 @@ class CosineScore(ScoreFunction):
 
 
 class GeneralScore(ScoreFunction):
-    """q^T W k (Luong's "general", a bilinear form): W maps key space to query space."""
+    """q^T W k (Luong's "general", a bilinear form) for queries (B, n_q, query_size) and keys
+    (B, n_k, key_size): W maps key space to query space."""
 
     @contract(query_size=positive_int, key_size=positive_int)
     def __init__(self, query_size: int, key_size: int):
@@ -78,7 +81,8 @@ class GeneralScore(ScoreFunction):
 
 
 class ConcatScore(ScoreFunction):
-    """w^T [q; k]: linear in the concatenation, so it splits into w_q·q + w_k·k.
+    """w^T [q; k] for queries (B, n_q, query_size) and keys (B, n_k, key_size): linear in the
+    concatenation, so it splits into w_q·q + w_k·k.
 
     The query's term is the same for every key, and the softmax cancels it: the weights do
     not depend on the query at all. Luong et al. put a tanh layer in between, which is
@@ -113,7 +117,9 @@ def additive_scores(W_q: nn.Module, W_k: nn.Module, w_v: nn.Module, queries, key
 
 
 class AdditiveScore(ScoreFunction):
-    """w_v^T tanh(W_q q + W_k k): a one-hidden-layer MLP (d_a = num_hiddens) on the pair."""
+    """w_v^T tanh(W_q q + W_k k) for queries (B, n_q, query_size) and keys (B, n_k, key_size):
+    a one-hidden-layer MLP (d_a = num_hiddens) on the pair; the sizes may be left to the first
+    call."""
 
     @contract(num_hiddens=positive_int, query_size=positive_int, key_size=positive_int)
     def __init__(self, num_hiddens: int, *, query_size: int | None = None,

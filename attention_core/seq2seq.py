@@ -25,17 +25,21 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .attention import AdditiveAttention
-from .contracts import contract, lengths, one_of, tensor
+from .contracts import contract, instance_of, lengths, one_of, positive_int, probability, tensor
 from .decoding import DecoderState
 
 __all__ = ["GRUEncoder", "PlainDecoder", "AttentionDecoder", "EncoderDecoder", "make_model"]
 
 HIDDEN = {"batch_dim": 1}  # a GRU's state is (layers, B, d): batch on axis 1
+TOKENS = tensor("B n", "int", "token indices")
+SIZES = dict(vocab_size=positive_int, embed_size=positive_int, num_hiddens=positive_int,
+             num_layers=positive_int, dropout=probability)
 
 
 class GRUEncoder(nn.Module):
     """Embedding, then a GRU over the valid tokens of each source sentence."""
 
+    @contract(**SIZES)
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
                  dropout: float = 0.0):
         super().__init__()
@@ -46,7 +50,8 @@ class GRUEncoder(nn.Module):
     @contract(src=tensor("B n_src", "int", "token indices"),
               src_valid_lens=lengths(per="B", upto="n_src", at_least=1))
     def forward(self, src, src_valid_lens):
-        """-> outputs (B, n_src, d), zero beyond each valid length; state (layers, B, d).
+        """src (B, n_src), src_valid_lens (B,) -> outputs (B, n_src, d), zero beyond each valid
+        length; state (layers, B, d).
 
         The one host-device copy in the package's forwards: a packed sequence needs its
         lengths on the CPU (torch's rule, for cuDNN's packed RNN), so on a GPU this copies B
@@ -68,8 +73,10 @@ class PlainState(DecoderState):
 
 
 class PlainDecoder(nn.Module):
-    """GRU decoder whose only view of the source is the encoder's final top-layer state."""
+    """GRU decoder whose only view of the source is the encoder's final top-layer state.
+    forward(tokens (B, n), state) -> (logits (B, n, vocab), new state)."""
 
+    @contract(**SIZES)
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
                  dropout: float = 0.0):
         super().__init__()
@@ -84,6 +91,7 @@ class PlainDecoder(nn.Module):
         enc_state = enc_state.contiguous()  # CUDA's GRU refuses a strided view as its state
         return PlainState(hidden=enc_state, context=enc_state[-1])  # c: the top layer's state
 
+    @contract(tokens=TOKENS, state=instance_of(PlainState))
     def forward(self, tokens, state: PlainState):
         emb = self.embedding(tokens)                                     # (B, n, e)
         context = state.context[:, None].expand(-1, emb.shape[1], -1)    # (B, n, d)
@@ -105,6 +113,7 @@ class AttentionDecoder(nn.Module):
     attention_size: the hidden size d_a of the additive score (default: num_hiddens).
     """
 
+    @contract(**SIZES, attention_size=positive_int)
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
                  dropout: float = 0.0, attention_size: int | None = None):
         super().__init__()
@@ -123,8 +132,10 @@ class AttentionDecoder(nn.Module):
                               enc_outputs=outputs, projected_keys=self.attention.W_k(outputs),
                               valid_lens=src_valid_lens)
 
+    @contract(tokens=TOKENS, state=instance_of(AttentionState))
     def forward(self, tokens, state: AttentionState):
-        """-> (logits (B, n_tgt, vocab), new state); keeps attention_weights (B, n_tgt, n_src)."""
+        """tokens (B, n) -> (logits (B, n, vocab), new state); keeps attention_weights
+        (B, n, n_src)."""
         hidden, memory = state.hidden, state.enc_outputs
         outputs, weights = [], []
         for x in self.embedding(tokens).unbind(1):                       # x: (B, e)
@@ -139,13 +150,17 @@ class AttentionDecoder(nn.Module):
 
 
 class EncoderDecoder(nn.Module):
-    """An encoder and a decoder. forward(src, tokens, src_valid_lens) -> logits (B, n, vocab),
-    with teacher forcing: ``tokens`` are the decoder's inputs (<bos> + target[:-1])."""
+    """An encoder and a decoder. forward(src (B, *rest), tokens (B, n), src_valid_lens) ->
+    logits (B, n, vocab), with teacher forcing: ``tokens`` are the decoder's inputs (<bos> +
+    target[:-1]); src is what the encoder reads, token indices (B, n_src) for a sentence."""
 
+    @contract(encoder=instance_of(nn.Module), decoder=instance_of(nn.Module))
     def __init__(self, encoder: nn.Module, decoder: nn.Module):
         super().__init__()
         self.encoder, self.decoder = encoder, decoder
 
+    @contract(src=tensor("B *rest", "any"), tokens=TOKENS,
+              src_valid_lens=lengths(per="B", upto="src[1]"))
     def forward(self, src, tokens, src_valid_lens):
         state = self.decoder.init_state(self.encoder(src, src_valid_lens), src_valid_lens)
         logits, _ = self.decoder(tokens, state)

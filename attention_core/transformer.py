@@ -39,8 +39,9 @@ TOKENS = tensor("B n", "int", "token indices")
 
 
 class PositionWiseFFN(nn.Module):
-    """The same two-layer network at every position: FFN(X) = dense2(relu(dense1(X))),
-    d -> ffn_num_hiddens -> d (input_size -> ... -> ffn_num_outputs in general)."""
+    """The same two-layer network at every position: FFN(X) = dense2(relu(dense1(X))) for
+    X (*lead, input_size), input_size -> ffn_num_hiddens -> ffn_num_outputs (d -> ... -> d in
+    a block)."""
 
     @contract(ffn_num_hiddens=positive_int, ffn_num_outputs=positive_int, input_size=positive_int)
     def __init__(self, ffn_num_hiddens: int, ffn_num_outputs: int, *, input_size: int | None = None):
@@ -49,6 +50,11 @@ class PositionWiseFFN(nn.Module):
         self.relu = nn.ReLU()
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
 
+    @property
+    def input_size(self) -> int:
+        return self.dense1.in_features
+
+    @contract(X="*lead self.input_size")
     def forward(self, X):                                # (B, n, d)
         return self.dense2(self.relu(self.dense1(X)))    # (B, n, ffn) inside, (B, n, d) out
 
@@ -56,7 +62,8 @@ class PositionWiseFFN(nn.Module):
 class AddNorm(nn.Module):
     """A residual connection around a sublayer, and layer normalization.
 
-    post-norm (Vaswani et al.): forward(X, Y) = LayerNorm(X + dropout(Y)), Y = Sublayer(X).
+    post-norm (Vaswani et al.): forward(X (*lead, d), Y (*lead, d)) = LayerNorm(X + dropout(Y)),
+    Y = Sublayer(X).
     pre-norm: X + dropout(Sublayer(LayerNorm(X))). ``residual(X, sublayer)`` applies the
     placement the module was built with; the blocks call it around each sublayer.
     LayerNorm normalizes the d features of each position on their own, not each feature
@@ -71,6 +78,7 @@ class AddNorm(nn.Module):
         self.ln = nn.LayerNorm(norm_shape)
         self.norm_first = norm_first
 
+    @contract(X="*lead d", Y="*lead d")
     def forward(self, X, Y):
         return self.ln(self.dropout(Y) + X)
 
@@ -83,14 +91,16 @@ class AddNorm(nn.Module):
 
 class TransformerEncoderBlock(nn.Module):
     """Self-attention, then the position-wise FFN, each inside a residual connection and
-    LayerNorm. ``forward(X (B, n, num_hiddens), valid_lens None | (B,), *, is_causal=False)
-    -> (B, n, num_hiddens)``.
+    LayerNorm. ``forward(X (B, n, d), valid_lens None | (B,) | (B, n), *, is_causal=False)
+    -> (B, n, d)``, d = num_hiddens.
     """
 
+    @contract(num_hiddens=positive_int, ffn_num_hiddens=positive_int, num_heads=positive_int,
+              dropout=probability)
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, use_bias: bool = False, *, norm_first: bool = False,
                  num_kv_heads: int | None = None):
-        super().__init__()  # each sublayer's contract checks its own sizes and dropout
+        super().__init__()
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias, num_kv_heads,
                                             query_size=num_hiddens, key_size=num_hiddens,
                                             value_size=num_hiddens)
@@ -110,7 +120,7 @@ class TransformerEncoderBlock(nn.Module):
 
 
 class TokenEmbedding(nn.Embedding):
-    """Token embeddings times sqrt(d), as in d2l and Vaswani et al.: (B, n) -> (B, n, d).
+    """Token embeddings times sqrt(d), as in d2l and Vaswani et al.: tokens (B, n) -> (B, n, d).
 
     They are drawn with std 1/sqrt(d), so that after the scaling they have unit size, like the
     positions added to them (as in Vaswani et al.); nn.Embedding's default std 1 would make
@@ -182,11 +192,13 @@ class TransformerDecoderBlock(nn.Module):
     position t + i, t the cache's length; it sees cached keys and keys up to itself.
     """
 
+    @contract(num_hiddens=positive_int, ffn_num_hiddens=positive_int, num_heads=positive_int,
+              dropout=probability)
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, i: int = 0, use_bias: bool = False, *,
                  norm_first: bool = False, num_kv_heads: int | None = None):
         # i: the block's place in the stack, in d2l's signature; nothing here depends on it
-        super().__init__()  # each sublayer's contract checks its own sizes and dropout
+        super().__init__()
         sizes = dict(query_size=num_hiddens, key_size=num_hiddens, value_size=num_hiddens)
         self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias,
                                              num_kv_heads, **sizes)
@@ -302,6 +314,7 @@ class TransformerDecoder(nn.Module):
         return [blk.attention1.attention_weights for blk in self.blks]
 
 
+@contract(model=instance_of(nn.Module))
 def keep_attention_weights(model: nn.Module, keep: bool = True) -> None:
     """Make every MultiHeadAttention in ``model`` keep its weights (the step-by-step path)."""
     for module in model.modules():
@@ -309,6 +322,8 @@ def keep_attention_weights(model: nn.Module, keep: bool = True) -> None:
             module.need_weights = keep
 
 
+@contract(src_vocab=positive_int, tgt_vocab=positive_int, num_hiddens=positive_int,
+          ffn_num_hiddens=positive_int, num_heads=positive_int, num_blks=positive_int)
 def make_transformer(src_vocab: int, tgt_vocab: int, num_hiddens: int = 64,
                      ffn_num_hiddens: int = 128, num_heads: int = 4, num_blks: int = 2,
                      dropout: float = 0.0, use_bias: bool = False, *, norm_first: bool = False,

@@ -64,7 +64,7 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
     """Scaled dot-product attention restricted to windows of half-width ``window`` (D).
 
     queries (B, n_q, d), keys (B, n_k, d), values (B, n_k, d_v), centers (B, n_q) in key
-    positions, mask None or boolean (B, 1 or n_q, n_k) (True = may attend).
+    positions, mask (B, _, n_k) None or boolean, _ = 1 or n_q (True = may attend).
     Returns (output (B, n_q, d_v), weights (B, n_q, 2D+1), positions (B, n_q, 2D+1));
     weights[b, i, j] belongs to key positions[b, i, j] and is 0 outside the window, outside
     the sequence and where the mask forbids it.
@@ -90,7 +90,7 @@ class LocalAttention(nn.Module):
     """Luong's local attention, mode "m" (monotonic) or "p" (predictive), window half-width D.
 
     ``forward(queries (B, n_q, d), keys (B, n_k, d), values (B, n_k, d_v), valid_lens=None,
-    centers=None (B, n_q)) -> (B, n_q, d_v)``.
+    centers (B, n_q) = None) -> (B, n_q, d_v)``.
     local-m uses ``centers`` if given, else p_t = t. local-p predicts the centres itself with
     W_p (d -> num_hiddens) and v_p (num_hiddens -> 1), unless ``centers`` is given. Keeps
     ``self.centers`` (B, n_q), ``self.attention_weights`` and ``self.positions`` (B, n_q, 2D+1):
@@ -156,7 +156,7 @@ def sample_hard_attention(scores, values, valid_lens=None, generator=None):
 @contract(weights="B n_q n_k", values="B n_k d_v")
 def sample_values(weights, values, generator=None, *, greedy: bool = False):
     """i ~ Categorical(alpha) for each query (with ``greedy``, the most weighted key instead),
-    and its value v_i. weights alpha (B, n_q, n_k), values (B, n_k, d_v). Returns
+    and its value v_i. weights (B, n_q, n_k) alpha, values (B, n_k, d_v). Returns
     (output (B, n_q, d_v), index (B, n_q), log_prob = log alpha_i (B, n_q))."""
     if greedy:
         index = weights.argmax(-1)                                # (B, n_q)

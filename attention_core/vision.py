@@ -32,7 +32,7 @@ def _not_whole_patches(images, patch_size) -> str:
 @contract(images="B C H W", patch_size=positive_int,
           where=[require(_whole_patches, _not_whole_patches)])
 def patchify(images, patch_size: int):
-    """(B, C, H, W) -> (B, (H/P)(W/P), C P P): the patches in row-major order, each flattened
+    """images (B, C, H, W) -> (B, (H/P)(W/P), C P P): the patches in row-major order, each flattened
     channel by channel, row by row (the order of a Conv2d's weight, (out, C, P, P))."""
     B, C, H, W = images.shape
     P = patch_size
@@ -41,7 +41,7 @@ def patchify(images, patch_size: int):
 
 
 class PatchEmbedding(nn.Module):
-    """Patches as tokens: forward(images (B, C, H, W)) -> (B, (H/P)(W/P), num_hiddens),
+    """Patches as tokens: forward(images (B, channels, H, W)) -> (B, (H/P)(W/P), num_hiddens),
     one linear map of each flattened P x P patch."""
 
     @contract(num_hiddens=positive_int, patch_size=positive_int, channels=positive_int)
@@ -72,7 +72,7 @@ class VisionTransformer(nn.Module):
     ``num_blks`` encoder blocks (pre-norm, as in the ViT paper, with a final LayerNorm), and a
     linear head on the class token.
 
-    forward(images (B, C, image_size, image_size)) -> logits (B, num_classes).
+    forward(images (B, channels, image_size, image_size)) -> logits (B, num_classes).
     ``keep_attention_weights(model)`` (transformer) makes every block keep its (B, h, n, n)
     weights, token 0 the class token and token 1 + r * (image_size / P) + c patch (r, c).
     """

@@ -145,46 +145,6 @@ def test_glossary_terms_avoided_in_chapters():
             assert word not in text, f"{path.name} uses {word!r}; the glossary says {en} = {zh}"
 
 
-# --- The code a reader sees: the mechanism, not the checks (DESIGN.md, "The code a reader sees")
-
-from attention_core.book.source import validation_share  # noqa: E402
-
-SHOWN_CODE = re.compile(r"```python\n(.*?)```", re.S)
-
-
-def displayed_sources(path):
-    """(cell index, [sources shown]) for every show_source output in a notebook: one source per
-    object shown, each dedented on its own (a method and a function may sit side by side)."""
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    for i, cell in enumerate(nb["cells"]):
-        for out in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
-            md = "".join(out.get("data", {}).get("text/markdown", ""))
-            if "show_source" in "".join(cell["source"]) and md:
-                yield i, SHOWN_CODE.findall(md)
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_displayed_sources_are_mechanism_not_validation(path):
-    total = checks = 0
-    for i, sources in displayed_sources(path):
-        v, n = map(sum, zip(*(validation_share(s) for s in sources)))
-        assert v <= 0.05 * n, (f"cell {i} displays {n} lines of which {v} are validation "
-                               f"(> 5%): check at the door in one line, display the room")
-        total, checks = total + n, checks + v
-    assert checks <= 0.05 * total
-
-
-def test_validation_share_counts_checks_raises_and_their_continuations():
-    src = ("def f(x, n):\n"
-           "    check_tensor('x', x)\n"
-           "    if n < 1:\n"
-           "        raise ValueError(\n"
-           "            'n must be positive')\n"
-           "    y = x * n\n"
-           "    return y\n")
-    assert validation_share(src) == (4, 7)
-
-
 # Words about the test suite, not about attention. Prose and the comments a reader meets
 # (outside folded check cells) never use them; book/checks.md explains how the book checks itself.
 APPARATUS = re.compile(r"nbval|\bbench/|\btests/|\btest_\w+\(|\(asserted\)|\basserts?\b|CPU settings"
