@@ -145,7 +145,8 @@ def test_forward_runs_on_the_meta_device(case):
     assert out.device.type == "meta" and out.shape == expected.shape
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow)
+                                  if c[0].startswith("Transformer") else c for c in CASES], ids=IDS)
 def test_forward_compiles_without_a_graph_break(case):
     torch._dynamo.reset()
     module, args = run(case, "cpu")
@@ -182,6 +183,7 @@ def test_no_host_device_synchronisation_on_cuda(case):
         torch.cuda.set_sync_debug_mode("default")
 
 
+@pytest.mark.slow
 def test_import_pulls_in_nothing_heavier_than_torch():
     """The book's dependencies stay out of the library: after `import attention_core`, no
     module of matplotlib, ipywidgets, IPython, tqdm or sacrebleu is loaded that `import

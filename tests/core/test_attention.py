@@ -315,6 +315,7 @@ def build(shapes, mask_kind, mask_shape, seed, dtype=torch.float64):
     return q, k, v, mask
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(problem=problems())
 def test_every_backend_gives_torchs_result_and_gradients(problem):

@@ -41,6 +41,7 @@ def test_state_reorders_rows_on_the_right_axis():
     assert c.cache[0][0].tolist() == [1] and c.cache[0][1].tolist() == [10] and c.step == 7
 
 
+@pytest.mark.slow
 def test_decoding_restores_the_mode_and_records_no_gradient(tiny, trained):
     train, data = tiny
     src, src_lens, _, _ = data.tensors(train[:2])
@@ -52,6 +53,7 @@ def test_decoding_restores_the_mode_and_records_no_gradient(tiny, trained):
     assert not trained.training
 
 
+@pytest.mark.slow
 def test_greedy_and_beam_decoding(tiny, trained):
     train, data = tiny
     vocab = data.tgt_vocab

@@ -173,6 +173,7 @@ def make(g, dtype, batch, heads, kv_heads, n_q, n_k, d, d_v, mask_kind):
     return q, k, v, mask
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(n_q=st.integers(1, 33), n_k=st.integers(1, 33), block=st.integers(1, 20),
        heads=st.sampled_from([(0, 0), (4, 4), (4, 2), (4, 1)]), causal=st.booleans(),

@@ -95,6 +95,7 @@ def test_equals_sdpa(case, interpreter):
         assert out[0, ..., row, :].abs().max() == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(batch=st.integers(1, 2), heads=st.sampled_from([(0, 0), (1, 1), (2, 1), (4, 2)]),
        n_q=st.integers(1, 40), n_k=st.integers(1, 40), d=st.integers(1, 64),
@@ -210,6 +211,7 @@ def test_the_mode_triton_was_imported_in_holds(interpreter, monkeypatch):
     assert os.environ["TRITON_INTERPRET"] == "0"
 
 
+@pytest.mark.slow
 def test_importing_attention_core_imports_no_triton():
     run = _run("import sys, attention_core; print('triton' in sys.modules)", {})
     assert run.stdout.strip() == "False", run.stderr[-3000:]
