@@ -217,10 +217,13 @@ class Tensor(Spec):
             call.floats.append((name, value))
 
     def check_dtype(self, name, value):
-        dtype = value.dtype
-        fits = {"float": dtype.is_floating_point, "bool": dtype == torch.bool,
-                "int": not dtype.is_floating_point and not dtype.is_complex
-                and dtype != torch.bool, "any": True}[self.dtype]
+        dtype, kind = value.dtype, self.dtype
+        if kind == "float":
+            fits = dtype.is_floating_point
+        elif kind == "int":
+            fits = not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+        else:
+            fits = kind == "any" or dtype == torch.bool
         if not fits:
             what = f" {self.what}" if self.dtype == "bool" and self.what else ""
             raise TypeError(f"{name} must {self.DTYPES[self.dtype]}{what}, got {dtype} with "
@@ -305,44 +308,55 @@ class Lengths(Spec):
     none_ok = True  # no lengths: every position is valid
 
     def __init__(self, per: str = "B n_q", upto: str = "n_k", at_least: int = 0):
-        self.per, self.upto, self.at_least = per.split(), upto, at_least
+        self.per, self.upto, self.at_least = [SizeRef(r) for r in per.split()], SizeRef(upto), at_least
 
     def check(self, name, value, call):
         given = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
         if given.dtype == torch.bool or given.is_complex():
             raise TypeError(f"{name} must hold lengths, got dtype {given.dtype}")
-        batch, *rest = (_size(ref, call) for ref in self.per)
-        batch = shape_of(given)[0] if batch is None and given.dim() else batch
-        allowed = [(batch,)] + [(batch, n) for n in rest]
-        if shape_of(given) not in allowed:
+        shape = shape_of(given)
+        batch = self.per[0].size(call)
+        if batch is None and shape:
+            batch = shape[0]
+        if shape != (batch,) and (len(self.per) == 1 or shape != (batch, self.per[1].size(call))):
+            allowed = [(batch,)] + [(batch, ref.size(call)) for ref in self.per[1:]]
             listed = " or ".join(str(a) if len(a) > 1 else f"({a[0]},)" for a in allowed)
-            per = " or per query" if rest else ""
-            raise ValueError(f"{name} of shape {shape_of(given)} must be {listed}: one length "
+            per = " or per query" if len(self.per) > 1 else ""
+            raise ValueError(f"{name} of shape {shape} must be {listed}: one length "
                              f"per sequence{per}")
-        high = _size(self.upto, call)
-        if high is not None and given.numel() and given.device.type == "cpu" \
+        high = self.upto.size(call)
+        if high is not None and given.device.type == "cpu" and given.numel() \
                 and not torch.compiler.is_compiling():
             values = given.flatten().tolist()                  # free to read on the CPU
             whole = not given.is_floating_point() or all(float(v).is_integer() for v in values)
             if min(values) < self.at_least or max(values) > high or not whole:
                 raise ValueError(f"{name} must be whole numbers in [{self.at_least}, {high}] "
-                                 f"({_size_phrase(self.upto, call)}), got {given.tolist()}")
+                                 f"({self.upto.phrase(call)}), got {given.tolist()}")
 
 
-def _size(ref: str, call: Call):
-    """A size that a contract names: a bound symbol, or ``arg[axis]`` (None if unknown)."""
-    if ref.endswith("]"):
-        arg, axis = ref[:-1].split("[")
-        shape, axis = call.args[arg].shape, int(axis)
-        return shape[axis] if -len(shape) <= axis < len(shape) else None
-    return call.sizes.get(ref)
+class SizeRef:
+    """A size that a contract names: a bound symbol, or ``arg[axis]``, an axis of an argument."""
 
+    __slots__ = ("symbol", "arg", "axis")
 
-def _size_phrase(ref: str, call: Call) -> str:
-    if ref.endswith("]"):
-        arg, axis = ref[:-1].split("[")
-        return f"the size of {arg} in dimension {axis}"
-    return origin_of(ref, call.bound_by.get(ref, ""))
+    def __init__(self, ref: str):
+        if ref.endswith("]"):
+            arg, axis = ref[:-1].split("[")
+            self.symbol, self.arg, self.axis = None, arg, int(axis)
+        else:
+            self.symbol, self.arg, self.axis = ref, None, None
+
+    def size(self, call: Call):
+        """The size in this call, or None where it is unknown."""
+        if self.symbol is not None:
+            return call.sizes.get(self.symbol)
+        shape = call.args[self.arg].shape
+        return shape[self.axis] if -len(shape) <= self.axis < len(shape) else None
+
+    def phrase(self, call: Call) -> str:
+        if self.symbol is not None:
+            return origin_of(self.symbol, call.bound_by.get(self.symbol, ""))
+        return f"the size of {self.arg} in dimension {self.axis}"
 
 
 def lengths(per: str = "B n_q", upto: str = "n_k", at_least: int = 0) -> Lengths:
@@ -370,17 +384,14 @@ class ScoresMask(Spec):
     scores), broadcastable to the scores' shape (B, *h, n_q, n_k), whose leading axes are the
     queries' broadcast against the keys' and values' (as torch's)."""
 
-    def __init__(self, queries: str = "queries", keys: str = "keys", values: str = "values"):
-        self.inputs = queries, keys, values
-
     def check(self, name, value, call):
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
         if value.dtype != torch.bool and not value.is_floating_point():
             raise TypeError(f"{name} must be boolean (True = may attend) or floating (added to "
                             f"the scores), got {value.dtype}")
-        q, k, v = (call.args.get(n) for n in self.inputs)
-        v = k if v is None else v
+        q, k = call.args["queries"], call.args["keys"]
+        v = call.args.get("values", k)
         lead = leading_shapes(q.shape, k.shape, v.shape)
         scores = (*(q.shape[:-2] if lead is None else lead[0]), q.shape[-2], k.shape[-2])
         try:
@@ -394,10 +405,6 @@ class ScoresMask(Spec):
 
 scores_mask = ScoresMask()
 
-
-def mask_for(queries: str, keys: str, values: str) -> ScoresMask:
-    """A scores mask for arguments named otherwise than queries, keys and values."""
-    return ScoresMask(queries, keys, values)
 
 
 class Value(Spec):

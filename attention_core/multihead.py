@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from .attention import dropout_p, math_attention, sdpa_attention
-from .contracts import (contract, divides, in_features, lengths, mask_for, positive_int,
-                        probability, require, tensor)
+from .contracts import (contract, divides, in_features, lengths, positive_int, probability,
+                        require, tensor)
 from .masking import padding_mask
 from .scoring import linear
 
@@ -118,14 +118,11 @@ class MultiHeadAttention(nn.Module):
         return self.attend_heads(q, k, v, mask, is_causal=is_causal, need_weights=need_weights,
                                  head_mask=head_mask)              # (B, n_q, num_hiddens)
 
-    @contract(q="B h n_q d_head", k="B h_kv n_k d_head", v="B h_kv n_k d_head",
-              mask=mask_for("q", "k", "v"), head_mask=tensor("*b h", "any"),
-              where=[require(lambda q, k: q.shape[1] % k.shape[1] == 0,
-                             lambda q, k: f"k has {k.shape[1]} heads (shape {tuple(k.shape)}), "
-                             f"which do not divide the {q.shape[1]} heads of q")])
     def attend_heads(self, q, k, v, mask=None, *, is_causal: bool = False,
                      need_weights: bool | None = None, head_mask=None) -> torch.Tensor:
-        """Attention in every head at once (q, k, v from the projections), then W_o."""
+        """Attention in every head at once, then W_o: q (B, h, n_q, d_head) from
+        ``project_queries``, k and v (B, h_kv, n_k, d_head) from ``project_kv`` (or a cache of
+        them), as ``forward`` and a decoder call it; mask as ``attend`` takes it."""
         need_weights = self.need_weights if need_weights is None else need_weights
         # softmax(q k^T / sqrt(d_head)) v with the heads as a batch dimension: step by step,
         # keeping the weights (B, h, n_q, n_k), or torch's fused kernel, which stores none
