@@ -21,9 +21,11 @@ from importlib import resources
 import numpy as np
 import torch
 
+from ..contracts import contract, one_of, require
 from ..masking import masked_softmax
 from ..scoring import AdditiveScore, CosineScore, DotScore, ScaledDotScore
-from .widgets import SliderFigure, bilingual_html, render_png
+from .bilingual import join, spans
+from .widgets import SliderFigure, render_png
 
 PLAYGROUND_JS = resources.files(__package__).joinpath("playground.js").read_text(encoding="utf-8")
 # the scores a reader can pick: (English name, Chinese name)
@@ -47,6 +49,29 @@ def additive_score(seed: int = 0) -> AdditiveScore:
     return score
 
 
+def _shape(x) -> tuple:
+    return tuple(np.shape(x))
+
+
+# What both faces accept: points of the plane as tensors, arrays or lists.
+ON_THE_PLANE = [
+    require(lambda query: _shape(query) == (2,),
+            lambda query: f"query must be one point of the plane, shape (2,), "
+                          f"got {_shape(query)}"),
+    require(lambda keys: len(_shape(keys)) == 2 and _shape(keys)[1] == 2 and len(keys) >= 1,
+            lambda keys: f"keys must be (n, 2) with n >= 1, got {_shape(keys)}"),
+    require(lambda keys, values: _shape(values) == _shape(keys)[:1],
+            lambda keys, values: f"values must be (n,) = ({len(keys)},), one per key, "
+                                 f"got {_shape(values)}"),
+    require(lambda beta: beta >= 0, lambda beta: f"beta must be >= 0, got {beta}"),
+]
+
+
+@contract(score=one_of(SCORES), where=[
+    *ON_THE_PLANE,
+    require(lambda keys, valid_len: valid_len is None or 1 <= valid_len <= len(keys),
+            lambda keys, valid_len: f"valid_len must be in 1..{len(keys)} (the number of "
+                                    f"keys), got {valid_len}")])
 def playground_attention(query, keys, values, *, score: str = "dot", beta: float = 1.0,
                          valid_len: int | None = None, additive: AdditiveScore | None = None):
     """One query over n keys in the plane -> (scores (n,), weights (n,), output ()), float64.
@@ -55,7 +80,7 @@ def playground_attention(query, keys, values, *, score: str = "dot", beta: float
     beta * score over the first ``valid_len`` keys (all when None), exactly 0 for the rest.
     additive: the score module for "additive" (default ``additive_score()``).
     """
-    query, keys, values = _check_playground(query, keys, values, score, beta, valid_len)
+    query, keys, values = (torch.as_tensor(t, dtype=torch.float64) for t in (query, keys, values))
     if score == "additive":
         function = additive if additive is not None else additive_score()
     else:
@@ -65,28 +90,6 @@ def playground_attention(query, keys, values, *, score: str = "dot", beta: float
         lens = None if valid_len is None else torch.tensor([valid_len])
         weights = masked_softmax((beta * scores)[None, None], lens)[0, 0]      # (n,)
         return scores, weights, weights @ values                               # output: ()
-
-
-def _check_playground(query, keys, values, score, beta, valid_len):
-    """The door: float64 tensors of the right shapes, a known score, beta >= 0 and
-    1 <= valid_len <= n."""
-    query, keys, values = (torch.as_tensor(t, dtype=torch.float64) for t in (query, keys, values))
-    if query.shape != (2,):
-        raise ValueError(f"query must be one point of the plane, shape (2,), "
-                         f"got {tuple(query.shape)}")
-    if keys.dim() != 2 or keys.shape[1] != 2 or keys.shape[0] < 1:
-        raise ValueError(f"keys must be (n, 2) with n >= 1, got {tuple(keys.shape)}")
-    if values.shape != keys.shape[:1]:
-        raise ValueError(f"values must be (n,) = ({keys.shape[0]},), one per key, "
-                         f"got {tuple(values.shape)}")
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {sorted(SCORES)}, got {score!r}")
-    if not beta >= 0:
-        raise ValueError(f"beta must be >= 0, got {beta}")
-    if valid_len is not None and not 1 <= valid_len <= keys.shape[0]:
-        raise ValueError(f"valid_len must be in 1..{keys.shape[0]} (the number of keys), "
-                         f"got {valid_len}")
-    return query, keys, values
 
 
 def static_playground_html(keys, values, query, name: str, score: str = "dot",
@@ -102,28 +105,28 @@ def static_playground_html(keys, values, query, name: str, score: str = "dot",
             "names": {k: list(names) for k, names in SCORES.items()},
             "additive": {"W_q": additive.W_q.weight.tolist(), "W_k": additive.W_k.weight.tolist(),
                          "w_v": additive.w_v.weight[0].tolist()}}
-    options = "".join(f'<option value="{k}"{" selected" if k == score else ""}>{en} · {zh}'
-                      '</option>' for k, (en, zh) in SCORES.items())
+    options = "".join(f'<option value="{k}"{" selected" if k == score else ""}>{join(*names)}'
+                      '</option>' for k, names in SCORES.items())
     n = len(data["keys"])
     row, cell = 'style="display:block;margin:0.25em 0"', 'style="padding:0.1em 0.5em 0.1em 0"'
-    heads = "".join(f"<th {cell}>{bilingual_html(en, zh)}</th>" for en, zh in
+    heads = "".join(f"<th {cell}>{spans(en, zh)}</th>" for en, zh in
                     [("key", "键"), ("value", "值"), ("score", "分数"), ("weight", "权重")])
     return f"""<div class="ac-playground" id="{uid}" style="display:flex;flex-wrap:wrap;gap:0.5em 1.5em;align-items:flex-start">
 <svg class="ac-playground-plane" style="flex:0 1 320px;width:100%;max-width:320px;touch-action:none" role="img" aria-label="keys and a query on a plane · 平面上的键和查询"></svg>
 <div style="flex:1 1 260px;min-width:0">
 <div class="ac-playground-controls">
-<label {row}>{bilingual_html("score", "评分函数")} <select data-control="score">{options}</select></label>
-<label {row}>{bilingual_html("sharpness β", "锐度 β")} <input data-control="beta" type="range" min="0" max="{len(BETAS) - 1}" step="1" value="{BETAS.index(beta)}" style="width:8em;vertical-align:middle"> <output data-show="beta">{beta:g}</output></label>
-<label {row}>{bilingual_html("unmasked keys (the first n)", "未被掩蔽的键（前 n 个）")} <input data-control="valid" type="range" min="1" max="{n}" step="1" value="{n}" style="width:8em;vertical-align:middle"> <output data-show="valid">{n}</output></label>
+<label {row}>{spans("score", "评分函数")} <select data-control="score">{options}</select></label>
+<label {row}>{spans("sharpness β", "锐度 β")} <input data-control="beta" type="range" min="0" max="{len(BETAS) - 1}" step="1" value="{BETAS.index(beta)}" style="width:8em;vertical-align:middle"> <output data-show="beta">{beta:g}</output></label>
+<label {row}>{spans("unmasked keys (the first n)", "未被掩蔽的键（前 n 个）")} <input data-control="valid" type="range" min="1" max="{n}" step="1" value="{n}" style="width:8em;vertical-align:middle"> <output data-show="valid">{n}</output></label>
 </div>
-<p style="margin:0.25em 0">{bilingual_html("query q", "查询 q")} = <output data-show="query"></output> <button type="button" data-control="reset" style="margin-left:1em">{bilingual_html("reset", "复原")}</button></p>
+<p style="margin:0.25em 0">{spans("query q", "查询 q")} = <output data-show="query"></output> <button type="button" data-control="reset" style="margin-left:1em">{spans("reset", "复原")}</button></p>
 <table class="ac-playground-table" style="font-size:0.85em;margin:0.5em 0"><thead><tr>{heads}</tr></thead><tbody></tbody></table>
-<p class="ac-playground-output">{bilingual_html("output Σ α v", "输出 Σ α v")} = <output data-show="output"></output></p>
+<p class="ac-playground-output">{spans("output Σ α v", "输出 Σ α v")} = <output data-show="output"></output></p>
 </div>
-<p class="ac-slider-note" style="flex-basis:100%;margin:0">{bilingual_html("Computed in your browser. Drag the query q (the red diamond) or a key, or focus one and use the arrow keys; a key's disc and its line grow with its weight.", "在浏览器中实时计算。拖动查询 q（红色菱形）或某个键，或选中后用方向键移动；键的圆盘和连线随其权重变大变粗。")}</p>
+<p class="ac-slider-note" style="flex-basis:100%;margin:0">{spans("Computed in your browser. Drag the query q (the red diamond) or a key, or focus one and use the arrow keys; a key's disc and its line grow with its weight.", "在浏览器中实时计算。拖动查询 q（红色菱形）或某个键，或选中后用方向键移动；键的圆盘和连线随其权重变大变粗。")}</p>
 <script type="application/json" id="{uid}-data">{json.dumps(data)}</script>
 <script>{PLAYGROUND_JS}acPlayground("{uid}");</script>
-</div>"""
+</div>"""  # noqa: E501 (the markup of one figure, a line per element)
 
 
 def draw_playground(fig, keys, values, query, scores, weights, output, valid_len, score):
@@ -143,12 +146,22 @@ def draw_playground(fig, keys, values, query, scores, weights, output, valid_len
     ax.axhline(0, color="0.85", lw=0.8, zorder=0)
     ax.axvline(0, color="0.85", lw=0.8, zorder=0)
     bars.bar([f"k{i + 1}" for i in range(n)], weights, color=["C0" if u else "0.7" for u in used])
-    bars.set(ylim=(0, 1.08), ylabel="weight · 权重", title=" · ".join(SCORES[score]),
+    bars.set(ylim=(0, 1.08), ylabel="weight · 权重", title=join(*SCORES[score]),
              xlabel="the score above each bar · 柱上数字为分数")
     for i, s in enumerate(scores.tolist()):
         bars.text(i, float(weights[i]) + 0.02, f"{s:.2f}", ha="center", fontsize=7, color="0.4")
 
 
+def _largest(*points) -> float:
+    return max(float(torch.as_tensor(p, dtype=torch.float64).abs().max()) for p in points)
+
+
+@contract(score=one_of(SCORES), where=[
+    *ON_THE_PLANE,
+    require(lambda beta: beta in BETAS,
+            lambda beta: f"beta must start at one of the slider's stops {BETAS}, got {beta}"),
+    require(lambda keys, query: _largest(keys, query) <= EXTENT,
+            f"keys and query must lie in [-{EXTENT:g}, {EXTENT:g}]^2")])
 def attention_playground(keys, values, query, *, name: str, score: str = "dot",
                          beta: float = 1.0, seed: int = 0, figsize=(7.0, 3.2)) -> SliderFigure:
     """An attention playground over n keys (n, 2) with scalar values (n,) and a query (2,).
@@ -159,11 +172,6 @@ def attention_playground(keys, values, query, *, name: str, score: str = "dot",
     import ipywidgets as widgets
 
     keys, values, query = (torch.as_tensor(t, dtype=torch.float64) for t in (keys, values, query))
-    _check_playground(query, keys, values, score, beta, None)
-    if beta not in BETAS:
-        raise ValueError(f"beta must start at one of the slider's stops {BETAS}, got {beta}")
-    if keys.abs().max() > EXTENT or query.abs().max() > EXTENT:
-        raise ValueError(f"keys and query must lie in [-{EXTENT:g}, {EXTENT:g}]^2")
     additive = additive_score(seed)
     n = len(keys)
     style, wide = {"description_width": "initial"}, widgets.Layout(width="60%")
@@ -172,12 +180,13 @@ def attention_playground(keys, values, query, *, name: str, score: str = "dot",
                                  description="query x · 查询 x", style=style, layout=wide),
         "y": widgets.FloatSlider(value=float(query[1]), min=-EXTENT, max=EXTENT, step=0.1,
                                  description="query y · 查询 y", style=style, layout=wide),
-        "score": widgets.Dropdown(options=[(f"{en} · {zh}", k) for k, (en, zh) in SCORES.items()],
+        "score": widgets.Dropdown(options=[(join(*names), k) for k, names in SCORES.items()],
                                   value=score, description="score · 评分函数", style=style),
         "beta": widgets.SelectionSlider(options=list(BETAS), value=beta, style=style,
                                         description="sharpness β · 锐度 β", layout=wide),
         "valid": widgets.IntSlider(value=n, min=1, max=n, style=style, layout=wide,
-                                   description="unmasked keys (the first n) · 未被掩蔽的键（前 n 个）")}
+                                   description="unmasked keys (the first n) · "
+                                               "未被掩蔽的键（前 n 个）")}
 
     def render():
         c = {k: w.value for k, w in controls.items()}

@@ -28,13 +28,15 @@ from importlib import resources
 import numpy as np
 import torch
 
+from ..contracts import contract, instance_of, one_of, require
 from ..decoding import decoder_input, evaluating, greedy_decode
 from ..positional import sinusoidal_table
 from ..transformer import keep_attention_weights
 from ..worlds.pretrained import RECIPES, shipped_record
 from ..worlds.translation import EOS, WORDS
+from .bilingual import spans
 from .plot import draw_head_view
-from .widgets import SliderFigure, bilingual_html, render_png
+from .widgets import SliderFigure, render_png
 
 TRANSLATOR_JS = resources.files(__package__).joinpath("translator.js").read_text(encoding="utf-8")
 MAX_LEN = 60         # output tokens, as chapter 4's ``translate``
@@ -45,10 +47,9 @@ MODELS = ("bahdanau", "transformer")
 POSITIONS = max(MAX_LEN, MAX_SOURCE + 1)
 
 
+@contract(text=instance_of(str))
 def tokenize(text: str) -> list:
     """A typed sentence -> the corpus' tokens: lower case, words and punctuation marks apart."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
     return WORDS.findall(text.lower())
 
 
@@ -62,19 +63,21 @@ class Translation:
     weights: torch.Tensor
 
 
+@contract(where=[
+    require(lambda text: len(tokenize(text)) > 0,
+            "text must contain at least one word, got an empty sentence"),
+    require(lambda text: len(tokenize(text)) <= MAX_SOURCE,
+            lambda text: f"text must have at most {MAX_SOURCE} tokens, got {len(tokenize(text))}")])
 def translate_sentence(model, data, text: str, *, max_len: int = MAX_LEN) -> Translation:
     """Greedy translation of one typed sentence with its attention, as chapters 4 and 8 decode.
 
     A Transformer's weights are its cross-attention in every layer and head, read by running
     the decoder once more over its own output (the causal mask makes each row what it was
-    when that token was chosen). A sentence with words the model does not know is not decoded (``unknown`` lists them):
-    the model would read each as <unk>, a token it never saw in training.
+    when that token was chosen). A sentence with words the model does not know is not decoded
+    (``unknown`` lists them): the model would read each as <unk>, a token it never saw in
+    training.
     """
     source = tokenize(text)
-    if not source:
-        raise ValueError("text must contain at least one word, got an empty sentence")
-    if len(source) > MAX_SOURCE:
-        raise ValueError(f"text must have at most {MAX_SOURCE} tokens, got {len(source)}")
     vocab = data.src_vocab
     unknown = [t for t in dict.fromkeys(source) if t not in vocab.stoi]
     if unknown:
@@ -105,17 +108,18 @@ def _cross_attention(model, src, tokens, bos):
     return torch.stack(layers, 1).permute(0, 3, 1, 2, 4)  # (1, steps, layers, h, n_src)
 
 
+NEEDED = "decoder.dense.weight"  # the output layer of an encoder-decoder
+
+
+@contract(name=one_of(*MODELS), where=[
+    require(lambda state_dict: NEEDED in state_dict,
+            lambda state_dict: f"state_dict must be an encoder-decoder's (with {NEEDED}), "
+                               f"got keys {sorted(state_dict)[:3]}...")])
 def weights_payload(name: str, state_dict, src_itos, tgt_itos, heads: int = 1) -> dict:
     """The page's copy of a model: vocabularies, shapes, and every parameter as float32 (a
     Transformer's first POSITIONS rows of positions too), in order, as one little-endian
     base64 string. heads: a Transformer's number of heads (its weights do not say)."""
-    if name not in MODELS:
-        raise ValueError(f"name must be one of {list(MODELS)}, got {name!r}")
     tensors = {k: t.detach().float().cpu().contiguous() for k, t in state_dict.items()}
-    needed = "decoder.dense.weight"
-    if needed not in tensors:
-        raise ValueError(f"state_dict must be an encoder-decoder's (with {needed}), "
-                         f"got keys {sorted(tensors)[:3]}...")
     if name == "transformer":
         # the rows of the table the model builds (max_len 1000): a shorter table's sines may
         # round differently in their last bit (another vectorised loop)
@@ -145,8 +149,9 @@ def script_file(name: str) -> str:
 
 EXAMPLES = ["the 3rd of may , 1999", "four hundred and twelve thousand",
             "march 14th , 2021 ; seven hundred and five", "nine hundred thousand and one"]
-HELP = ("It knows numbers below a million in words (\u201cfour hundred and twelve thousand\u201d), "
-        "dates from 1990 to 2029 (\u201cthe 3rd of may , 1999\u201d or \u201cmay 3rd , 1999\u201d), "
+HELP = ("It knows numbers below a million in words "
+        "(\u201cfour hundred and twelve thousand\u201d), dates from 1990 to 2029 "
+        "(\u201cthe 3rd of may , 1999\u201d or \u201cmay 3rd , 1999\u201d), "
         "and up to four of them joined by \u201c;\u201d, as in its training.",
         "它认识用英文单词写的一百万以下的数（four hundred and twelve thousand）、"
         "1990 至 2029 年的日期（the 3rd of may , 1999 或 may 3rd , 1999），"
@@ -156,44 +161,48 @@ HELP = ("It knows numbers below a million in words (\u201cfour hundred and twelv
 NOTES = {
     "bahdanau": ("Computed in your browser by the model this chapter trains (the weights shipped "
                  "with the book, about 225,000 numbers): encoder, additive attention and greedy "
-                 "decoding, as in the code above. Each row of the heatmap is one output token; its "
-                 "cells are the attention weights over the source tokens when the decoder chose it.",
-                 "由本章训练的模型在你的浏览器中计算（本书附带的权重，约 22.5 万个数）：编码器、加性注意力和贪心解码，"
-                 "与上面的代码相同。热图的每一行是一个输出词元，格子是解码器选出它时对各源词元的注意力权重。"),
+                 "decoding, as in the code above. Each row of the heatmap is one output token; "
+                 "its cells are the attention weights over the source tokens when the decoder "
+                 "chose it.",
+                 "由本章训练的模型在你的浏览器中计算（本书附带的权重，约 22.5 万个数）："
+                 "编码器、加性注意力和贪心解码，与上面的代码相同。"
+                 "热图的每一行是一个输出词元，格子是解码器选出它时对各源词元的注意力权重。"),
     "transformer": ("Computed in your browser by the Transformer this chapter trains (the weights "
                     "shipped with the book, about 186,000 numbers): encoder blocks, then greedy "
-                    "decoding with a KV cache, as in the code above. The head view links each token "
-                    "the decoder read (left; each row chooses the token after it) to the source "
-                    "tokens (right); a line's width and opacity grow with the cross-attention "
-                    "weight of the chosen layer and head.",
-                    "由本章训练的 Transformer 在你的浏览器中计算（本书附带的权重，约 18.6 万个数）：先过编码器块，"
-                    "再用键值缓存贪心解码，与上面的代码相同。头视图把解码器读入的每个词元（左；每一行选出它后面的那个词元）连到源词元（右）；"
+                    "decoding with a KV cache, as in the code above. The head view links each "
+                    "token the decoder read (left; each row chooses the token after it) to the "
+                    "source tokens (right); a line's width and opacity grow with the "
+                    "cross-attention weight of the chosen layer and head.",
+                    "由本章训练的 Transformer 在你的浏览器中计算"
+                    "（本书附带的权重，约 18.6 万个数）："
+                    "先过编码器块，再用键值缓存贪心解码，与上面的代码相同。"
+                    "头视图把解码器读入的每个词元（左；每一行选出它后面的那个词元）"
+                    "连到源词元（右）；"
                     "连线越粗越深，所选层和头的交叉注意力权重越大。"),
 }
 
 
+@contract(weights=one_of(*MODELS))
 def static_translator_html(name: str, weights: str = "bahdanau", example: str = EXAMPLES[0]) -> str:
     """The kernel-free face: a text box, the output and the attention heatmap, computed by
     translator.js with the shipped model ``weights`` once the reader asks for it."""
-    if weights not in MODELS:
-        raise ValueError(f"weights must be one of {list(MODELS)}, got {weights!r}")
     uid = "actr-" + hashlib.sha1(name.encode()).hexdigest()[:10]
     data = {"model": weights, "script": script_file(weights), "examples": EXAMPLES}
     buttons = "".join(f'<button type="button" data-example="{i}" style="margin:0 0.4em 0.3em 0">'
                       f'{html.escape(e)}</button>' for i, e in enumerate(EXAMPLES))
     return f"""<div class="ac-translator" id="{uid}">
-<label style="display:block;margin:0.25em 0">{bilingual_html("English source", "英文源句")}
+<label style="display:block;margin:0.25em 0">{spans("English source", "英文源句")}
 <input type="text" data-control="source" value="{html.escape(example)}" spellcheck="false" autocomplete="off" style="display:block;width:100%;max-width:36em;box-sizing:border-box;font-size:1em;padding:0.3em"></label>
 <div style="margin:0.3em 0">{buttons}</div>
-<p class="ac-translator-help" style="font-size:0.85em;margin:0.3em 0">{bilingual_html(*HELP)}</p>
-<button type="button" data-control="load" style="margin:0.3em 0">{bilingual_html("Run the model in this page (about 1 MB, loaded once)", "在本页运行模型（约 1 MB，只加载一次）")}</button>
+<p class="ac-translator-help" style="font-size:0.85em;margin:0.3em 0">{spans(*HELP)}</p>
+<button type="button" data-control="load" style="margin:0.3em 0">{spans("Run the model in this page (about 1 MB, loaded once)", "在本页运行模型（约 1 MB，只加载一次）")}</button>
 <p class="ac-translator-status" role="status" style="margin:0.3em 0"></p>
 <p class="ac-translator-output" style="margin:0.3em 0;font-size:1.2em" lang="zh-Hans"></p>
 <div class="ac-translator-heatmap" style="overflow-x:auto;max-width:100%"></div>
-<p class="ac-slider-note" style="margin:0">{bilingual_html(*NOTES[weights])}</p>
+<p class="ac-slider-note" style="margin:0">{spans(*NOTES[weights])}</p>
 <script type="application/json" id="{uid}-data">{json.dumps(data)}</script>
 <script>{TRANSLATOR_JS}acTranslator("{uid}");</script>
-</div>"""
+</div>"""  # noqa: E501 (the markup of one figure, a line per element)
 
 
 def draw_translation(fig, translation: Translation):
@@ -240,8 +249,9 @@ def live_translator(model, data, *, name: str, weights: str = "bahdanau",
             said.value = f"<p>{error}</p>"
             return render_png(lambda fig: fig.text(0.1, 0.5, "—"), [], (figsize[0], 0.5))
         if t.unknown:
-            said.value = (f"<p>{bilingual_html('Not in the model’s vocabulary: ' + ', '.join(t.unknown), '模型词表中没有：' + '、'.join(t.unknown))}</p>"
-                          f"<p>{bilingual_html(*HELP)}</p>")
+            missing = spans("Not in the model’s vocabulary: " + ", ".join(t.unknown),
+                            "模型词表中没有：" + "、".join(t.unknown))
+            said.value = f"<p>{missing}</p><p>{spans(*HELP)}</p>"
         else:
             said.value = f'<p style="font-size:1.2em">{"".join(t.output)}</p>'
         return render_png(lambda fig: draw_translation(fig, t), [], figsize)
@@ -249,7 +259,8 @@ def live_translator(model, data, *, name: str, weights: str = "bahdanau",
     image = widgets.Image(value=render(), format="png")
     box.observe(lambda change: setattr(image, "value", render()), names="value")
     return SliderFigure(widgets.VBox([box, said, image]),
-                        static_translator_html(name, weights, example), translator_summary(name, weights))
+                        static_translator_html(name, weights, example),
+                        translator_summary(name, weights))
 
 
 def translator_summary(name: str, weights: str) -> str:

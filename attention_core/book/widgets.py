@@ -19,11 +19,14 @@ import html
 import io
 import itertools
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Callable, Sequence
 
 from matplotlib import pyplot as plt
+
+from ..contracts import contract, require
+from . import bilingual
 
 NOTE_EN = ("Precomputed frames: this figure works without Python. Running the notebook in "
            "Jupyter gives live sliders instead.")
@@ -43,39 +46,32 @@ class Slider:
     labels_zh: Sequence[str] | None = None  # value names in Chinese, where values are words
     labels: list = field(init=False)
 
+    @contract(where=[
+        require(lambda self: len(self.values) > 0,
+                lambda self: f"slider {self.label_en!r} needs at least one value, got none"),
+        require(lambda self: 0 <= self.start < len(self.values),
+                lambda self: f"start must index the values of slider {self.label_en!r} "
+                             f"(0..{len(self.values) - 1}), got {self.start}"),
+        require(lambda self: self.labels_zh is None or len(self.labels_zh) == len(self.values),
+                lambda self: f"labels_zh of slider {self.label_en!r} needs one name per value "
+                             f"({len(self.values)}), got {len(self.labels_zh)}")])
     def __post_init__(self):
         self.values = list(self.values)
-        if not self.values:
-            raise ValueError(f"slider {self.label_en!r} needs at least one value, got none")
-        if not 0 <= self.start < len(self.values):
-            raise ValueError(f"start must index the values of slider {self.label_en!r} "
-                             f"(0..{len(self.values) - 1}), got {self.start}")
         self.labels = [self.fmt.format(v) for v in self.values]
         if self.labels_zh is not None:
             self.labels_zh = list(self.labels_zh)
-            if len(self.labels_zh) != len(self.values):
-                raise ValueError(f"labels_zh of slider {self.label_en!r} needs one name per value "
-                                 f"({len(self.values)}), got {len(self.labels_zh)}")
 
     def label(self, i: int) -> str:
         """Value i's name in both languages ("read · 阅读"), or its number."""
         if self.labels_zh is None:
             return self.labels[i]
-        return f"{self.labels[i]} · {self.labels_zh[i]}"
+        return bilingual.join(self.labels[i], self.labels_zh[i])
 
     def output_html(self, i: int) -> str:
         """Value i's name as the page shows it: one span per language where they differ."""
         if self.labels_zh is None:
             return html.escape(self.labels[i])
-        return bilingual_html(self.labels[i], self.labels_zh[i])
-
-
-def bilingual_html(en: str, zh: str) -> str:
-    """Plain text in both languages, as spans the site's language switch shows or hides; the
-    separator shows only in the both-languages mode (book.css)."""
-    return (f'<span class="lang-en" lang="en">{html.escape(en)}</span>'
-            f'<span class="lang-sep" aria-hidden="true"> · </span>'
-            f'<span class="lang-zh" lang="zh-Hans">{html.escape(zh)}</span>')
+        return bilingual.spans(self.labels[i], self.labels_zh[i])
 
 
 FRAME_DPI = 80  # the size a frame is shown at: 80 pixels per inch of figsize
@@ -103,7 +99,8 @@ def palette_png(png: bytes, colors: int = 256) -> bytes:
     quantized = image.quantize(colors=colors, method=Image.Quantize.FASTOCTREE)
     palette = quantized.getpalette()[:3 * colors]
     # the octree averages each bin; put the background's entry back to the exact white
-    white = min(range(len(palette) // 3), key=lambda i: sum(255 - c for c in palette[3 * i:3 * i + 3]))
+    white = min(range(len(palette) // 3),
+                key=lambda i: sum(255 - c for c in palette[3 * i:3 * i + 3]))
     palette[3 * white:3 * white + 3] = [255, 255, 255]
     quantized.putpalette(palette)
     out = io.BytesIO()
@@ -118,10 +115,10 @@ def png_size(png: bytes) -> tuple[int, int]:
 
 def alt_text(sliders: Sequence[Slider], positions: Sequence[int]) -> str:
     """The frame's description in both languages: "bandwidth = 0.2 · 带宽 = 0.2"."""
-    en = ", ".join(f"{s.label_en} = {s.labels[i]}" for s, i in zip(sliders, positions))
+    en = ", ".join(f"{s.label_en} = {s.labels[i]}" for s, i in zip(sliders, positions, strict=True))
     zh = "，".join(f"{s.label_zh} = {(s.labels_zh or s.labels)[i]}"
-                  for s, i in zip(sliders, positions))
-    return f"{en} · {zh}"
+                  for s, i in zip(sliders, positions, strict=True))
+    return bilingual.join(en, zh)
 
 
 def static_slider_html(frames: Sequence[str], sliders: Sequence[Slider], name: str) -> str:
@@ -138,8 +135,7 @@ def static_slider_html(frames: Sequence[str], sliders: Sequence[Slider], name: s
         first = first * len(s.values) + s.start
     controls = "\n".join(
         f'<div class="ac-slider-controls">'
-        f'<label for="{uid}-in{i}"><span class="lang-en" lang="en">{e(s.label_en)}</span>'
-        f'<span class="lang-zh" lang="zh-Hans">{e(s.label_zh)}</span></label>'
+        f'<label for="{uid}-in{i}">{bilingual.spans(s.label_en, s.label_zh)}</label>'
         f'<input id="{uid}-in{i}" type="range" min="0" max="{len(s.values) - 1}" step="1" '
         f'value="{s.start}" style="width:60%">'
         f'<output for="{uid}-in{i}">{s.output_html(s.start)}</output></div>'
@@ -156,10 +152,10 @@ def static_slider_html(frames: Sequence[str], sliders: Sequence[Slider], name: s
     return f"""<div class="ac-slider-figure" id="{uid}">
 <img alt="{e(alt_text(sliders, starts))}" src="data:image/png;base64,{frames[first]}" width="{width // PIXEL_RATIO}" height="{height // PIXEL_RATIO}" style="max-width:100%;height:auto">
 {controls}
-<p class="ac-slider-note"><span class="lang-en" lang="en">{NOTE_EN}</span><span class="lang-zh" lang="zh-Hans">{NOTE_ZH}</span></p>
+<p class="ac-slider-note">{bilingual.spans(NOTE_EN, NOTE_ZH)}</p>
 <script type="application/json" id="{uid}-data">{data}</script>
 <script>{SLIDER_JS}acSliderFigure("{uid}");</script>
-</div>"""
+</div>"""  # noqa: E501 (the markup of one figure, a line per element)
 
 
 class SliderFigure:
@@ -186,8 +182,9 @@ def slider_figure(draw: Callable, *sliders: Slider, name: str, figsize=(6.0, 3.0
 
     if not sliders or not all(isinstance(s, Slider) for s in sliders):
         raise TypeError("slider_figure needs one or more Slider(values, label_en, label_zh)")
-    pngs = {combo: render_png(draw, [s.values[i] for s, i in zip(sliders, combo)], figsize)
-            for combo in itertools.product(*(range(len(s.values)) for s in sliders))}
+    combos = itertools.product(*(range(len(s.values)) for s in sliders))
+    pngs = {combo: render_png(draw, [s.values[i] for s, i in zip(sliders, combo, strict=True)],
+                              figsize) for combo in combos}
     frames = [base64.b64encode(png).decode("ascii") for png in pngs.values()]
     static = static_slider_html(frames, sliders, name)
 

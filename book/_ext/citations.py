@@ -6,7 +6,8 @@ author_year``), but sphinxcontrib-bibtex labels the bibliography with pybtex's "
 ``authoryear`` (``bibtex_default_style``), whose labels are the in-text form: one author
 "Last, 2014", two "Last and Last, 1964", more "Last et al., 2014" (with a, b for equal
 labels), sorted by author, year and title. Each bibliography entry then links back to every
-page that cites it ("cited in" / "引用于", following the language switch).
+page that cites it ("cited in" / "引用于", following the language switch), by the page's
+English title.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
+
+from attention_core.book.bilingual import pick, spans
 
 
 def _last(person) -> str:
@@ -94,7 +97,8 @@ def add_backlinks(app, doctree, docname):
     if not citations:
         return
     domain = app.env.get_domain("cite")
-    key_of = {c.citation_id: c.key for c in domain.citations if c.bibliography_key.docname == docname}
+    key_of = {c.citation_id: c.key for c in domain.citations
+              if c.bibliography_key.docname == docname}
     citing = defaultdict(list)  # key -> [(docname, id)], one link per citing page
     for other in sorted(_env_cites(app.env)):
         for key, node_id in _env_cites(app.env)[other]:
@@ -106,15 +110,14 @@ def add_backlinks(app, doctree, docname):
             continue
         para = nodes.paragraph(classes=["citation-backlinks"])
         para += nodes.Text("↩ ")
-        para += nodes.inline(text="cited in", classes=["citation-backlinks-label", "lang-en"])
-        para += nodes.inline(text="引用于", classes=["citation-backlinks-label", "lang-zh"])
+        para += nodes.raw("", spans("cited in", "引用于"), format="html")
         para += nodes.Text(": ")
         for n, (other, node_id) in enumerate(citing[key]):
             if n:
                 para += nodes.Text(", ")
             title = app.env.titles[other].astext() if other in app.env.titles else other
             uri = app.builder.get_relative_uri(docname, other) + "#" + node_id
-            para += nodes.reference("", title.split(" · ")[0], refuri=uri, internal=True,
+            para += nodes.reference("", pick(title, "en"), refuri=uri, internal=True,
                                     classes=["citation-backlink"])
         citation += para
 

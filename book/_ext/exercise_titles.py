@@ -18,7 +18,7 @@ import re
 from docutils import nodes
 from sphinx_exercise.nodes import exercise_node, solution_node
 
-from fold_labels import bilingual
+from attention_core.book.bilingual import spans
 
 LABEL = re.compile(r"^ex-(\d\d)-(\d+)$")
 
@@ -36,20 +36,20 @@ def register_labels(app, doctree):
             slugs[label] = (node.line or 0, label, f"Exercise {number(label)}")
 
 
-def retitle(node, label: str) -> None:
+def retitle(node, en: str, zh: str) -> None:
     title = node.children[0]
     if isinstance(title, nodes.title):
-        title.children = [nodes.raw("", bilingual(label), format="html")]
+        title.children = [nodes.raw("", spans(en, zh), format="html")]
 
 
 def bilingual_titles(app, doctree, docname):
     if app.builder.format != "html":
         return
     for node in doctree.findall(exercise_node):
-        retitle(node, "Question · 题目")
+        retitle(node, "Question", "题目")
     for node in doctree.findall(solution_node):
         n = number(node.get("target_label", ""))
-        retitle(node, f"Solution {n} · 解答 {n}")
+        retitle(node, f"Solution {n}", f"解答 {n}")
 
 
 def setup(app):

@@ -74,22 +74,6 @@ def externalise_frames(app, pagename, templatename, context, doctree):
     context["body"] = body
 
 
-SEPARATE = '</span><span class="lang-zh" lang="zh-Hans">'
-UNSEPARATED = re.compile(r'(?<!> · )' + re.escape(SEPARATE))  # no lang-sep span just before
-
-
-def separate_languages(app, pagename, templatename, context, doctree):
-    """A slider's English and Chinese label and note sit in two adjacent spans: in the
-    both-languages mode they ran together ("bandwidth σ带宽 σ"). A separator shown only in
-    that mode (book.css) gives "bandwidth σ · 带宽 σ"."""
-    body = context.get("body")
-    if app.builder.format == "html" and body and "ac-slider-figure" in body:
-        # not where the markup has its separator already (widgets.bilingual_html)
-        context["body"] = UNSEPARATED.sub(
-            '</span><span class="lang-sep" aria-hidden="true"> · </span>'
-            '<span class="lang-zh" lang="zh-Hans">', body)
-
-
 def lazy_images(app, pagename, templatename, context, doctree):
     """Figures below the first screen load when the reader scrolls to them."""
     body = context.get("body")
@@ -97,7 +81,8 @@ def lazy_images(app, pagename, templatename, context, doctree):
         context["body"] = re.sub(r"<img (?![^>]*\bloading=)", '<img loading="lazy" ', body)
 
 
-FONTAWESOME_JS = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\s*')
+FONTAWESOME_JS = re.compile(
+    r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\s*')
 
 
 def drop_fontawesome_js(app, exception):
@@ -123,7 +108,8 @@ def _unstyled_tokens(css: str) -> bool:
         return False
     for theme, text in themes:
         for token in PLAIN_TOKENS:
-            rule = re.search(rf'html\[data-theme="{theme}"\] \.highlight \.{token} \{{([^}}]*)\}}', css)
+            rule = re.search(
+                rf'html\[data-theme="{theme}"\] \.highlight \.{token} \{{([^}}]*)\}}', css)
             if rule and rule.group(1).strip() != f"color: {text}":
                 return False
     return True
@@ -149,7 +135,6 @@ def drop_plain_code_spans(app, exception):
 def setup(app):
     app.connect("html-page-context", externalise_frames)
     app.connect("html-page-context", lazy_images)
-    app.connect("html-page-context", separate_languages)
     app.connect("build-finished", drop_fontawesome_js)
     # after the theme's own build-finished handler, which writes the final pygments.css
     app.connect("build-finished", drop_plain_code_spans, priority=900)
