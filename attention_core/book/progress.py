@@ -13,7 +13,8 @@ that compares a cell's text outputs then sees nothing of it either.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -28,10 +29,9 @@ def _in_kernel() -> bool:
     return getattr(get_ipython(), "kernel", None) is not None
 
 
+@contract(desc=instance_of(str))
 def progress(iterable: Iterable[T], desc: str, total: int | None = None) -> Iterator[T]:
     """Yield the items of ``iterable``, with a transient bar in Jupyter (see the module)."""
-    if not isinstance(desc, str):
-        raise TypeError(f"desc must be a str, got {type(desc).__name__}")
     if not _in_kernel():
         yield from iterable
         return

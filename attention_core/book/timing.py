@@ -1,4 +1,5 @@
-"""Wall-clock timing for the chapters' plots: interleaved rounds, each the median of blocks of calls.
+"""Wall-clock timing for the chapters' plots: interleaved rounds, each the median of blocks of
+calls.
 
 Times are plotted, never asserted: they change with the machine and its load. Cells that
 print them are excluded from the notebook tests, and claims about growth are asserted from

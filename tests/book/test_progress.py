@@ -26,6 +26,7 @@ class _Recording(NotebookClient):
         return super().clear_output(outs, msg, cell_index)
 
 
+@pytest.mark.slow  # starts a kernel
 def test_in_a_kernel_the_bar_is_shown_then_gone_from_the_saved_outputs(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [
@@ -49,7 +50,8 @@ def test_in_a_kernel_the_bar_is_shown_then_gone_from_the_saved_outputs(tmp_path)
     assert [o.get("text") for o in nb.cells[0].outputs] == ["total 6\n"]
     # a loop that raised keeps everything (the bar shows where it stopped), nothing is cleared
     kinds = [o["output_type"] for o in nb.cells[1].outputs]
-    assert kinds == ["stream", "display_data", "error"] and nb.cells[1].outputs[0]["text"] == "before\n"
+    assert kinds == ["stream", "display_data", "error"]
+    assert nb.cells[1].outputs[0]["text"] == "before\n"
 
 
 def test_best_times_with_a_bar_times_as_without(capsys):
