@@ -18,7 +18,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from browser import CHROMIUM, FLAGS, needs_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,13 +35,12 @@ def read_notebook(path):
 
 WITH_SLIDERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb"))
                 if first_slider_cell(read_notebook(p)["cells"]) is not None]
-# Not run live here, for time: chapters 4, 8 and 10 load their models unless RETRAIN=1 is set,
-# but still took 62, 61 and 22 s each beside CI's second nbval pass (CI of b7d55b8), which then
-# ends later; chapter 7, which trained its fetch models before its figure (98 s there), now
-# loads them too, and is left out with them. What this test adds to nbval (which runs those
-# chapters as a reader does in its first pass and draws every frame of their figures through
-# the same draw function, in both passes) is the live wiring of widgets.slider_figure, the
-# same in every chapter and exercised by the rest.
+# Not run live here, for time: chapters 4, 7, 8 and 10 load (or, with RETRAIN=1, train) their
+# models before their first slider, the slowest copies to reach it, and they run beside the
+# second nbval pass. What this test adds to nbval (which runs those chapters as a reader does
+# in its first pass and draws every frame of their figures through the same draw function, in
+# both passes) is the live wiring of widgets.slider_figure, the same in every chapter and
+# exercised by the rest.
 NOT_LIVE = {"04_seq2seq_attention.ipynb", "07_multihead_attention.ipynb",
             "08_transformer.ipynb", "10_attention_over_images.ipynb"}
 CHAPTERS = [pytest.param(p, id=p.name, marks=[pytest.mark.skip(
@@ -83,7 +81,8 @@ def lab(tmp_path_factory):
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
          "--ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
-         f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--ContentsManager.allow_hidden=True"],
+         f"--ServerApp.root_dir={root}", "--LabApp.news_url=",
+         "--ContentsManager.allow_hidden=True"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(120):

@@ -1,0 +1,17 @@
+"""No stray space where a line breaks inside Chinese prose (book/_ext/cjk_spacing.py), while
+the spaces around Latin words and math stay."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+from cjk_spacing import tighten  # noqa: E402
+
+
+def test_spaces_around_latin_words_and_math_stay():
+    assert tighten("输入。 本书") == "输入。本书"
+    assert tighten("斯坦福、\n微软") == "斯坦福、微软"
+    assert tighten("用 softmax\n归一化") == "用 softmax\n归一化"
+    assert tighten("第 1 章 注意力提示") == "第 1 章注意力提示"
+    assert tighten("第 $i$ 个 token 的") == "第 $i$ 个 token 的"

@@ -1,0 +1,148 @@
+"""The pages from a phone to a wide screen: nothing clipped without a visible scrollbar, no
+word broken, figures sharp on high-DPI screens, a cell's printed lines in one box."""
+import pytest
+from browser import CHROMIUM, FLAGS, needs_chromium
+from built_site import CHAPTER, CHAPTERS, HTML, PROSE_PAGES, Visit, needs_site
+
+pytestmark = [
+    pytest.mark.site,
+    pytest.mark.browser,
+    needs_chromium,
+    needs_site,
+]
+
+
+@pytest.fixture(scope="module")
+def browser_with_scrollbars(playwright):
+    # headless Chromium hides every scrollbar unless told not to
+    b = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS,
+                                   ignore_default_args=["--hide-scrollbars"])
+    yield b
+    b.close()
+
+
+def _phone(browser, width):
+    """A phone-like context: overlay scrollbars, which take no room and show only while
+    scrolling (as on phones and macOS), so only a styled scrollbar is visible at rest."""
+    return browser.new_context(viewport={"width": width, "height": 800}, is_mobile=True,
+                               has_touch=True)
+
+
+UNSCROLLED = """(selector) => [...document.querySelectorAll(selector)].filter(el => {
+    // wider than the box that shows it, and no scrollable box with a visible bar around it
+    const wide = el.scrollWidth > el.clientWidth + 1 ||
+                 el.getBoundingClientRect().right > document.documentElement.clientWidth + 1;
+    if (!wide) return false;
+    for (let box = el; box && box.tagName !== 'ARTICLE'; box = box.parentElement) {
+      const s = getComputedStyle(box);
+      if (['auto', 'scroll'].includes(s.overflowX) && box.scrollWidth > box.clientWidth + 1)
+        return !(box.offsetHeight - box.clientHeight > 0);  // the bar takes room: visible
+    }
+    return true;
+  }).map(el => (el.textContent || '').slice(0, 40))"""
+
+
+@pytest.mark.parametrize("width", [1366, 1024])
+def test_sidebar_title_does_not_break_inside_a_word(browser, width):
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    page = context.new_page()
+    page.goto((HTML / "book/intro.html").as_uri())
+    lines = page.evaluate("""() => {
+        const title = document.querySelector('.navbar-brand .logo__title');
+        const node = [...title.childNodes].find(n => n.nodeType === 3 && n.nodeValue.trim());
+        const text = node.nodeValue;
+        const words = text.trim().split(/\\s+|·/).filter(w => w);
+        return words.map(w => {
+          const r = document.createRange(), at = text.indexOf(w);
+          r.setStart(node, at); r.setEnd(node, at + w.length);
+          return [w, new Set([...r.getClientRects()].map(x => Math.round(x.top))).size];
+        });
+    }""")
+    broken = [w for w, n in lines if n != 1]
+    assert not broken, f"title words broken over lines: {broken}"
+    context.close()
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_no_display_equation_is_clipped_without_a_visible_scroll(browser_with_scrollbars, width):
+    context = _phone(browser_with_scrollbars, width)
+    page = context.new_page()
+    clipped, wide = {}, 0
+    for page_path in PROSE_PAGES:
+        page.goto((HTML / page_path).as_uri())
+        page.wait_for_load_state("load")
+        if page.locator("div.math").count() == 0:
+            continue
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.evaluate("MathJax.startup.promise")
+        wide += page.evaluate("[...document.querySelectorAll('mjx-container[display=true]')]"
+                              ".filter(c => c.scrollWidth > c.clientWidth + 1).length")
+        bad = page.evaluate(UNSCROLLED, "mjx-container[display=true]")
+        if bad:
+            clipped[page_path] = bad
+    assert wide >= 1, "no wide equation: the check would prove nothing"
+    assert not clipped, f"clipped display math at {width}px: {clipped}"
+    context.close()
+
+
+def test_wide_tables_scroll_visibly_on_a_phone(browser_with_scrollbars):
+    context = _phone(browser_with_scrollbars, 390)
+    page = context.new_page()
+    clipped = {}
+    for page_path in PROSE_PAGES:
+        page.goto((HTML / page_path).as_uri())
+        page.wait_for_load_state("load")
+        bad = page.evaluate(UNSCROLLED, "article table")
+        if bad:
+            clipped[page_path] = bad
+    assert not clipped, f"tables clipped at 390px: {clipped}"
+    context.close()
+
+
+def test_language_buttons_fit_on_one_line_on_a_phone(browser):
+    context = browser.new_context(viewport={"width": 390, "height": 800}, is_mobile=True)
+    page = context.new_page()
+    page.goto((HTML / CHAPTER).as_uri())
+    page.wait_for_load_state("load")
+    boxes = page.evaluate("""() => [...document.querySelectorAll('.lang-switch button')].map(b => {
+        const r = b.getBoundingClientRect(), s = getComputedStyle(b);
+        const range = document.createRange(); range.selectNodeContents(b);
+        const tops = new Set([...range.getClientRects()].filter(x => x.width > 0)
+                             .map(x => Math.round(x.top)));
+        return {top: Math.round(r.top), right: r.right, lines: tops.size};
+    })""")
+    assert len(boxes) == 3
+    assert all(b["lines"] == 1 for b in boxes), boxes  # no "中/文"
+    assert len({b["top"] for b in boxes}) == 1, boxes  # one row
+    assert max(b["right"] for b in boxes) <= 390, boxes  # inside the screen
+    context.close()
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_figures_are_sharp_on_high_dpi_screens(browser, page_path):
+    """Every figure of a chapter (plots and slider frames) carries at least twice the pixels
+    it is shown with on a 1366 px screen, so it stays sharp on a high-DPI screen or zoomed."""
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    page.goto((HTML / page_path).as_uri())
+    sizes = page.evaluate("""async () => {
+        const imgs = [...document.querySelectorAll('.cell_output img')];
+        imgs.forEach(i => i.loading = 'eager');
+        await Promise.all(imgs.map(i => i.decode().catch(() => null)));
+        return imgs.map(i => [i.currentSrc.split('/').pop(), i.naturalWidth,
+                              i.getBoundingClientRect().width]);
+    }""")
+    assert sizes, "no figure found"
+    blurry = [(src, nat, round(shown)) for src, nat, shown in sizes if nat < 1.9 * shown]
+    assert not blurry, f"figures with fewer than 2 pixels per displayed pixel: {blurry}"
+    context.close()
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_a_cells_printed_lines_are_one_output(browser, page_path):
+    """A table printed line by line is one output box, not one box per write."""
+    v = Visit(browser, page_path)
+    split = v.page.evaluate("""() => [...document.querySelectorAll('.cell_output')]
+        .filter(o => o.querySelectorAll(':scope > .output.stream').length > 1).length""")
+    assert split == 0, f"{split} cells show their printed text in several boxes"
+    v.context.close()

@@ -1,0 +1,133 @@
+"""Every page of the built site works offline and stays light: no outside request, no console
+error, math and Chinese from the site itself, slider frames and icons as files, code without
+the spans that draw nothing."""
+import gzip
+import re
+import sys
+
+import pytest
+from browser import needs_chromium
+from built_site import CHAPTER, CHAPTERS, HTML, PAGES, ROOT, Visit, needs_site
+from fontTools.ttLib import TTFont
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from light_pages import _unstyled_tokens  # noqa: E402
+
+pytestmark = [
+    pytest.mark.site,
+    pytest.mark.browser,
+    needs_chromium,
+    needs_site,
+]
+
+
+def test_pages_found():
+    assert "index.html" in PAGES and CHAPTER in PAGES
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_no_outside_request_and_no_console_error(browser, page_path):
+    v = Visit(browser, page_path)
+    v.page.wait_for_timeout(300)  # let deferred scripts (MathJax) run
+    assert v.outside == [], f"outside requests: {v.outside}"
+    assert v.errors == [], f"console errors: {v.errors}"
+    v.context.close()
+
+
+def test_math_renders_offline(browser):
+    v = Visit(browser, CHAPTER)
+    v.page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+    v.page.evaluate("MathJax.startup.promise")
+    assert v.page.locator("mjx-container").count() > 10
+    assert v.page.locator("mjx-merror").count() == 0  # no TeX error
+    v.context.close()
+
+
+def test_shipped_cjk_font_covers_every_chinese_character():
+    """A reader without any CJK system font still sees every Chinese character."""
+    font = HTML / "_static" / "fonts" / "book-cjk.woff"
+    cmap = TTFont(font).getBestCmap()
+    chars = set()
+    for page in [*PAGES, "_static/lang-switch.js"]:  # and the localised interface strings
+        chars |= set(re.findall(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]",
+                                (HTML / page).read_text(encoding="utf-8")))
+    assert len(chars) > 300  # the book has real Chinese text
+    missing = sorted(c for c in chars if ord(c) not in cmap)
+    assert not missing, f"characters without a glyph: {''.join(missing)}"
+    assert font.stat().st_size < 1_000_000  # a subset, not the 16 MB font
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_chapter_html_is_light(page_path):
+    html = (HTML / page_path).read_text(encoding="utf-8")
+    assert "base64," not in html, "slider frames must be image files, not inline base64"
+    assert (HTML / page_path).stat().st_size <= 300_000
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_first_view_of_a_chapter_is_light(browser, served, page_path):
+    """What a reader with an empty cache downloads for the first screen of a chapter, as a
+    host that compresses text (README.md) sends it: at most 1.5 MB."""
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    sent = {}
+
+    def record(response):
+        try:
+            body = response.body()
+        except Exception:  # a redirect or an aborted request has no body
+            return
+        compressible = response.url.split("?")[0].endswith(
+            (".html", ".js", ".css", ".json", ".svg"))
+        sent[response.url] = len(gzip.compress(body, 6)) if compressible else len(body)
+
+    page.on("response", record)
+    page.goto(served + page_path)
+    # bytes, not time, are asserted: on a busy machine a page may take longer than playwright's
+    # default 30 s to fall quiet (recording every body as it comes)
+    page.wait_for_load_state("networkidle", timeout=180_000)
+    assert not [u for u in sent if "fontawesome.js" in u]  # the theme's icon font suffices
+    frames = [u for u in sent if "/_images/acframe-" in u]
+    assert len(frames) <= page.locator(".ac-slider-figure").count()  # the others on demand
+    total = sum(sent.values())
+    largest = sorted(sent.items(), key=lambda x: -x[1])[:5]
+    assert total <= 1_500_000, f"first view sends {total} bytes: {largest}"
+    context.close()
+
+
+def test_code_keeps_its_colours_without_the_spans_that_draw_nothing():
+    """Names, punctuation and whitespace in code lose their spans (they are coloured as the
+    block's text), keywords keep theirs; a theme that colours names keeps every span."""
+    page = (HTML / "chapters" / "08_transformer.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<div class="highlight"><pre>.*?</pre></div>', page, re.S)
+    assert blocks and not any(re.search(r'<span class="[npw]">', b) for b in blocks)
+    assert sum(b.count('<span class="k">') for b in blocks) >= 20  # keywords still coloured
+    css = (HTML / "_static" / "pygments.css").read_text(encoding="utf-8")
+    assert _unstyled_tokens(css)
+    assert not _unstyled_tokens(css.replace('.highlight .n { color: #080808 }',
+                                            '.highlight .n { color: #0000ff }'))
+
+
+def test_search_icon_does_not_cover_the_query(browser):
+    """Icons are drawn by the theme's icon font (fontawesome.js is dropped): the search form's
+    magnifier must still sit beside the query, not on top of it."""
+    v = Visit(browser, "search.html")
+    icon, text_left = v.page.evaluate("""() => {
+        const form = document.querySelector('.bd-search-container form.bd-search');
+        const input = form.querySelector('input');
+        const left = input.getBoundingClientRect().left +
+                     parseFloat(getComputedStyle(input).paddingLeft);
+        return [form.querySelector('.fa-magnifying-glass').getBoundingClientRect().toJSON(), left];
+    }""")
+    assert icon["width"] > 0 and icon["right"] <= text_left + 1
+    v.context.close()
+
+
+def test_no_empty_general_index():
+    """genindex.html is either useful (it lists entries) or not built, and nothing links to it."""
+    index = HTML / "genindex.html"
+    if index.exists():
+        text = index.read_text(encoding="utf-8")
+        assert re.search(r'<table class="indextable[^>]*>.*?<a ', text, re.S), "an empty index"
+    else:
+        assert not [p for p in PAGES if "genindex.html" in (HTML / p).read_text(encoding="utf-8")]
