@@ -18,15 +18,14 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from bs4 import BeautifulSoup
-
 from browser import CHROMIUM, browser_test
+from bs4 import BeautifulSoup
+from built_site import HTML, ROOT
 
-from attention_core.book.pdf import pick, split_bilingual, toc_entries, wrap_code
+from attention_core.book.bilingual import pick
+from attention_core.book.pdf_document import toc_entries
 
-ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(os.environ.get("BOOK_PDF", ROOT / "_build" / "pdf")).resolve()
-HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 PDF = {lang: OUT / f"attention-{lang}.pdf" for lang in ("en", "zh")}
 POPPLER = all(shutil.which(tool) for tool in
               ("pdftotext", "pdffonts", "pdftohtml", "pdfinfo", "pdfimages"))
@@ -80,41 +79,6 @@ def chapter_titles() -> list[tuple[str, str]]:
                        if line.startswith("# "))[2:].strip()
         titles.append((pick(heading, "en"), pick(heading, "zh")))
     return titles
-
-
-# --- the parts that need no PDF -------------------------------------------------------------
-
-def test_pick_keeps_one_language_and_the_chapter_number():
-    assert pick("2. Attention Pooling · 注意力汇聚", "en") == "2. Attention Pooling"
-    assert pick("2. Attention Pooling · 注意力汇聚", "zh") == "2. 注意力汇聚"
-    assert pick("Glossary · 术语表", "zh") == "术语表"
-    assert pick("English only", "zh") == "English only"
-
-
-def test_split_bilingual_keeps_markup_of_the_chosen_side():
-    html = '<h2>The <code>attend</code> Core · <code>attend</code> 核心<a>#</a></h2>'
-    en = BeautifulSoup(html, "html.parser").h2
-    split_bilingual(en, "en")
-    assert str(en) == "<h2>The <code>attend</code> Core</h2>"
-    zh = BeautifulSoup(html, "html.parser").h2
-    split_bilingual(zh, "zh")
-    assert zh.get_text() == "attend 核心#" and zh.code is not None
-
-
-def test_long_code_lines_wrap_under_their_own_indentation():
-    long = "        return torch.stack([" + ", ".join(f"item_{i}" for i in range(40)) + "])"
-    html = f'<pre><span class="k">def</span> f(x):\n{long}\nshort\n' + "x" * 150 + "</pre>"
-    pre = BeautifulSoup(html, "html.parser").pre
-    wrap_code(pre, 60)
-    lines = pre.get_text().split("\n")
-    assert lines[0] == "def f(x):" and pre.span.get_text() == "def"  # markup kept
-    assert all(len(line) <= 60 for line in lines), lines
-    body = [line for line in lines if "item_" in line]
-    assert body[0].startswith("        return") and all(
-        line.startswith("          ↪ item_") for line in body[1:])  # indent + 2, then the mark
-    assert "".join(line.replace("↪", "").strip() for line in body).replace(" ", "") == \
-        long.replace(" ", "")  # nothing lost, breaks only at spaces here
-    assert "short" in lines and lines[-2].startswith("  ↪ x")  # no space: a hard break
 
 
 # --- the PDFs -------------------------------------------------------------------------------
@@ -281,13 +245,14 @@ def test_every_font_is_embedded(lang):
 
 
 # pdftotext -bbox writes one <word> per line, its attributes always in this order
-WORD = re.compile(r'<word xMin="([^"]+)" yMin="([^"]+)" xMax="([^"]+)" yMax="([^"]+)">([^<]*)</word>')
+WORD = re.compile(
+    r'<word xMin="([^"]+)" yMin="([^"]+)" xMax="([^"]+)" yMax="([^"]+)">([^<]*)</word>')
 
 
 @lru_cache
 def words(lang: str) -> list[list[tuple[float, float, float, float, str]]]:
     """Per page, every word pdftotext finds: (xmin, ymin, xmax, ymax, text). Read with a
-    regular expression: the same words as an HTML parser gives, in 3-6 s instead of 12-13 s."""
+    regular expression: the same words as an HTML parser gives, several times faster."""
     out = run("pdftotext", "-bbox", str(PDF[lang]), "-")
     pages = [[(float(x0), float(y0), float(x1), float(y1), unescape(text))
               for x0, y0, x1, y1, text in WORD.findall(page)] for page in out.split("<page ")[1:]]
@@ -381,40 +346,31 @@ def test_citations_and_chapter_links_resolve_inside_the_pdf(lang):
 @needs_pdfs
 @browser_test
 @pytest.mark.parametrize("mode", ["en", "zh"])
-def test_site_header_links_to_both_pdfs(mode):
+def test_site_header_links_to_both_pdfs(browser, mode):
     """Beside the language switch on a wide screen, and in the download menu on any screen
     (a phone has no room beside the switch); the menu's words follow the language."""
-    from playwright.sync_api import sync_playwright
     menu_text = {"en": ["Book in English (.pdf)", "Book in Chinese (.pdf)"],
                  "zh": ["全书英文版 (.pdf)", "全书中文版 (.pdf)"]}[mode]
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run",
-                                          "--disable-background-networking",
-                                          "--disable-component-update", "--disable-sync"])
-        try:
-            for width in (1280, 390):
-                context = browser.new_context(viewport={"width": width, "height": 800})
-                page = context.new_page()
-                page.goto((HTML / "chapters" / "02_attention_pooling.html").as_uri() +
-                          f"?lang={mode}")
-                page.wait_for_load_state("load")
-                get = ("els => els.map(a => ({href: a.href, text: a.textContent.trim(), "
-                       "title: a.title, visible: a.offsetWidth > 0}))")
-                inline = page.eval_on_selector_all(".bd-header-article .pdf-links a", get)
-                assert [link["text"] for link in inline] == ["English", "中文"], inline
-                assert all(link["visible"] for link in inline) == (width > 540), inline
-                page.click(".dropdown-download-buttons .dropdown-toggle")
-                menu = page.eval_on_selector_all(
-                    ".dropdown-download-buttons .dropdown-menu a.book-pdf-item", get)
-                assert [link["text"] for link in menu] == menu_text, menu
-                assert all(link["visible"] for link in menu), menu
-                for links in (inline, menu):
-                    for link, lang in zip(links, ("en", "zh")):
-                        assert link["href"].endswith(f"/pdf/attention-{lang}.pdf")
-                        path = Path(link["href"].removeprefix("file://"))
-                        assert path.exists() and path.read_bytes()[:5] == b"%PDF-"
-                        assert bool(CJK.search(link["title"])) == (mode == "zh"), link
-                context.close()
-        finally:
-            browser.close()
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 800})
+        page = context.new_page()
+        page.goto((HTML / "chapters" / "02_attention_pooling.html").as_uri() +
+                  f"?lang={mode}")
+        page.wait_for_load_state("load")
+        get = ("els => els.map(a => ({href: a.href, text: a.textContent.trim(), "
+               "title: a.title, visible: a.offsetWidth > 0}))")
+        inline = page.eval_on_selector_all(".bd-header-article .pdf-links a", get)
+        assert [link["text"] for link in inline] == ["English", "中文"], inline
+        assert all(link["visible"] for link in inline) == (width > 540), inline
+        page.click(".dropdown-download-buttons .dropdown-toggle")
+        menu = page.eval_on_selector_all(
+            ".dropdown-download-buttons .dropdown-menu a.book-pdf-item", get)
+        assert [link["text"] for link in menu] == menu_text, menu
+        assert all(link["visible"] for link in menu), menu
+        for links in (inline, menu):
+            for link, lang in zip(links, ("en", "zh"), strict=True):
+                assert link["href"].endswith(f"/pdf/attention-{lang}.pdf")
+                path = Path(link["href"].removeprefix("file://"))
+                assert path.exists() and path.read_bytes()[:5] == b"%PDF-"
+                assert bool(CJK.search(link["title"])) == (mode == "zh"), link
+        context.close()
