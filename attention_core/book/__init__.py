@@ -1,6 +1,9 @@
-"""Book tooling: figures, interactive sliders, displayed source, timing, seed and device.
+"""Book tooling: what the chapters, the site and the PDFs need beyond the attention library.
 
-These helpers serve the chapters, not the attention library: ``plot``, ``widgets`` and
-``source`` need the optional extra (``pip install -e .[book]``: matplotlib, ipywidgets,
-IPython, mplfonts); ``runtime`` and ``timing`` need torch only.
+Figures (``plot`` in the house style, ``diagrams`` laid out by hand), interactive figures
+(``widgets``, ``playground``, ``translator``), the bilingual label format (``bilingual``),
+displayed source (``source``), timing and progress bars (``timing``, ``progress``), and the PDFs
+(``pdf``, from ``pdf_document``, ``pdf_page`` and ``pdf_code``). This layer imports the
+mechanisms and the worlds, never the reverse; its dependencies are the optional extra
+``book`` (``pip install -e .[book]``).
 """

@@ -9,14 +9,20 @@ import random
 
 import pytest
 import torch
+from browser import CHROMIUM, FLAGS, browser_test
 
 from attention_core.attention import ScoredAttention
-from attention_core.book.playground import (BETAS, EXTENT, SCORES, additive_score,
-                                            attention_playground, playground_attention,
-                                            static_playground_html)
+from attention_core.book.playground import (
+    BETAS,
+    EXTENT,
+    SCORES,
+    additive_score,
+    attention_playground,
+    playground_attention,
+    static_playground_html,
+)
 from attention_core.book.plot import use_house_style
 from attention_core.scoring import CosineScore, DotScore, ScaledDotScore
-from browser import CHROMIUM, FLAGS, browser_test
 
 KEYS = [[-2.0, 1.0], [-0.5, 2.0], [1.0, 1.5], [2.0, -1.0], [0.0, -2.0]]
 VALUES = [1.0, 2.0, 3.0, 4.0, 5.0]
@@ -53,7 +59,7 @@ def test_the_additive_score_is_fixed_and_leaves_the_global_generator_alone():
     before = torch.random.get_rng_state()
     a, b = additive_score(0), additive_score(0)
     assert torch.equal(torch.random.get_rng_state(), before)
-    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=True))
     assert not torch.equal(a.W_q.weight, additive_score(1).W_q.weight)
 
 
@@ -116,7 +122,8 @@ def page(tmp_path_factory):
 
 
 def _js(page, expression):
-    return page.evaluate(f"() => {{ const pg = window.acPlaygrounds['{page.uid}']; return {expression}; }}")
+    return page.evaluate(
+        f"() => {{ const pg = window.acPlaygrounds['{page.uid}']; return {expression}; }}")
 
 
 def _torch(state):
@@ -161,7 +168,8 @@ def test_dragging_the_query_recomputes_and_the_table_shows_it(page):
     page.mouse.move(x - 80, y + 40, steps=5)
     page.mouse.up()
     state, shown = _js(page, "pg.state()"), _js(page, "pg.shown()")
-    assert state["query"][0] < before["query"][0] - 1 and state["query"][1] < before["query"][1] - 0.5
+    assert state["query"][0] < before["query"][0] - 1
+    assert state["query"][1] < before["query"][1] - 0.5
     assert _gap(shown, state) < 1e-12
     rows = page.locator(".ac-playground tbody tr")
     for i in range(len(KEYS)):

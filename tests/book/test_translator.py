@@ -11,15 +11,24 @@ import gzip
 import numpy as np
 import pytest
 import torch
+from browser import CHROMIUM, FLAGS, browser_test
 
-from attention_core.book.translator import (EXAMPLES, MAX_SOURCE, POSITIONS, live_translator,
-                                            script_file, static_translator_html, tokenize,
-                                            translate_sentence, translator_summary,
-                                            weights_payload, weights_script)
 from attention_core.book.plot import use_house_style
+from attention_core.book.translator import (
+    EXAMPLES,
+    MAX_SOURCE,
+    POSITIONS,
+    live_translator,
+    script_file,
+    static_translator_html,
+    tokenize,
+    translate_sentence,
+    translator_summary,
+    weights_payload,
+    weights_script,
+)
 from attention_core.worlds.pretrained import chapter4_corpus, load_model, shipped_record
 from attention_core.worlds.translation import translate
-from browser import CHROMIUM, FLAGS, browser_test
 
 # sentences of the corpus' grammar written by hand, not drawn: rare shapes among them
 HANDWRITTEN = [
@@ -49,12 +58,13 @@ def test_tokenize_reads_typed_text_as_the_corpus_splits_it():
         tokenize(5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bahdanau", "transformer"])
 def test_one_sentence_decodes_as_the_chapters_batched_translate(shipped, models, name):
     _, data, test = shipped
     model, pairs = models[name], test[:40]
     batched = translate(model, data, pairs)
-    for pair, expected in zip(pairs, batched):
+    for pair, expected in zip(pairs, batched, strict=True):
         t = translate_sentence(model, data, " ".join(pair.source))
         assert t.output == expected and t.unknown == []
         steps, n_src = len(t.output) + 1, len(pair.source) + 1  # <eos> row and column
@@ -70,7 +80,8 @@ def test_unknown_words_are_named_and_nothing_is_decoded(shipped):
 
 @pytest.mark.parametrize("text, message", [
     ("  ", "text must contain at least one word, got an empty sentence"),
-    ("one " * (MAX_SOURCE + 1), f"text must have at most {MAX_SOURCE} tokens, got {MAX_SOURCE + 1}"),
+    ("one " * (MAX_SOURCE + 1),
+     f"text must have at most {MAX_SOURCE} tokens, got {MAX_SOURCE + 1}"),
 ])
 def test_bad_input_names_the_argument(shipped, text, message):
     model, data, _ = shipped
@@ -100,7 +111,8 @@ def test_the_page_gets_every_parameter_as_float32_in_order(name):
 def test_a_payload_needs_a_known_name_and_an_encoder_decoder():
     with pytest.raises(ValueError, match="name must be one of"):
         weights_payload("gpt", {}, [], [])
-    with pytest.raises(ValueError, match=r"state_dict must be an encoder-decoder's \(with decoder.dense.weight\)"):
+    with pytest.raises(ValueError, match=r"state_dict must be an encoder-decoder's "
+                                         r"\(with decoder.dense.weight\)"):
         weights_payload("bahdanau", {"w": torch.zeros(2)}, [], [])
 
 
@@ -203,13 +215,13 @@ def test_the_page_decodes_as_pytorch(page, shipped, models):
         const out = texts.map(t => tr.translate(t));
         return {{out: out, ms: (performance.now() - start) / texts.length}}; }}""", sentences)
     worst, right = 0.0, 0
-    for text, got in zip(sentences, results["out"]):
+    for text, got in zip(sentences, results["out"], strict=True):
         expected = translate_sentence(model, data, text)
         assert got["unknown"] == [] and got["output"] == expected.output, text
         weights = torch.tensor(got["weights"], dtype=torch.float64)
         assert weights.shape == expected.weights.shape, text
         worst = max(worst, float((weights - expected.weights.double()).abs().max()))
-    for p, got in zip(test[:50], results["out"]):
+    for p, got in zip(test[:50], results["out"], strict=False):
         right += got["output"] == p.target
     print(f"\n{page.model}: {len(sentences)} sentences, largest weight difference {worst:.1e}, "
           f"{results['ms']:.1f} ms per translation in the page; {right} of 50 test sentences right")
@@ -225,7 +237,8 @@ def test_typing_translates_and_unknown_words_are_named(page):
     box.fill("the 3rd of mai , 1999 ; hello")
     assert page.locator(".ac-translator-output").inner_text() == ""
     status = page.locator(".ac-translator-status").inner_text()
-    assert "Not in the model's vocabulary: mai, hello" in status and "模型词表中没有：mai、hello" in status
+    assert "Not in the model's vocabulary: mai, hello" in status
+    assert "模型词表中没有：mai、hello" in status
     assert _drawn(page) == 0
     box.fill("")
     assert "Type an English number or date" in page.locator(".ac-translator-status").inner_text()
@@ -270,5 +283,7 @@ def test_a_phone_can_use_it(page):
         heatmap = page.locator(".ac-translator-heatmap")
         assert heatmap.evaluate("e => e.scrollWidth > e.clientWidth")
     else:  # the head view's drawing shrinks to the width
-        assert page.locator(".ac-translator-heatmap svg").evaluate("e => e.getBoundingClientRect().width") <= 390
+        width = page.locator(".ac-translator-heatmap svg").evaluate(
+            "e => e.getBoundingClientRect().width")
+        assert width <= 390
     page.set_viewport_size({"width": 1366, "height": 900})
