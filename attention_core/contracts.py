@@ -5,32 +5,27 @@
     def forward(self, queries, keys, values, valid_lens=None):
         ...
 
-Each keyword names an argument and says what it must be:
+Each keyword names an argument and says what it must be. A string is the shape of a
+floating-point tensor, a word per axis: a name (``B``, ``n_q``, ``d``) binds the size it meets
+first and must meet it again wherever it reappears, in any argument; a number is that size;
+``_`` any size; ``*h`` any number of axes (none included, at most five), bound as a tuple;
+``self.name`` the layer's attribute (unchecked while None, as a lazy layer's input size).
+``tensor(shape, dtype)`` asks for another dtype ("int", "bool", "any"); ``lengths``,
+``scores_mask``, ``each`` (a list of tensors), ``size`` (an int that binds a symbol),
+``positive_int``, ``probability``, ``one_of``, ``instance_of``, ... are the other specs.
 
-* a string is the shape of a floating-point tensor, one word per axis. A name (``B``, ``n_q``,
-  ``d``) binds the size it meets first and must meet the same size wherever it appears again,
-  in this argument or another; a number is that size; ``_`` is any size; ``*h`` is any number
-  of axes (none included, at most five), bound as a tuple; ``self.name`` is the layer's
-  attribute of that name (not checked while it is None, as for a lazy layer's input size).
-  ``tensor(shape, dtype=...)`` asks for another dtype: "int" (token indices), "bool", "any";
-* ``lengths(...)`` valid lengths, ``scores_mask`` a mask for attention scores;
-* ``positive_int``, ``probability``, ``positive``, ``non_negative``, ``one_of(...)`` and
-  ``instance_of(...)`` Python values.
+``where=[...]`` adds rules over several arguments: ``require(predicate, message)``, whose
+predicate names the arguments it reads, or a named one (``grouped_heads``,
+``broadcast_like_torch``). An argument whose default is None may be None. A call's floating
+tensors share a dtype, and all its tensors a device.
 
-``where=[...]`` adds rules that involve several arguments: ``require(predicate, message)``, whose
-predicate names the arguments it reads, or one of the named rules below (grouped heads,
-torch's broadcasting). An argument whose default is None may be None. The floating tensors
-of one call share a device and a dtype.
+Errors (ValueError, or TypeError for a type or dtype) name the argument, its shape and what
+was expected. A contract reads shapes, dtypes, devices and Python values, never a tensor's
+values (but valid lengths on the CPU, free to read), so it runs on the ``meta`` device, traces
+under ``torch.compile(fullgraph=True)`` and never makes the host wait for a GPU.
 
-Errors are a ValueError (a shape or a value) or a TypeError (a type or a dtype) that names the
-argument, its shape and what was expected. A contract reads shapes, dtypes, devices and
-Python values, never a tensor's values (except valid lengths held on the CPU, which cost no
-wait): it runs on the ``meta`` device, traces under ``torch.compile(fullgraph=True)`` and never
-makes the host wait for a GPU.
-
-The function without its contract is ``f.__wrapped__``: a layer that has checked an input
-calls that, so that a call is checked once, at the public entry.
-"""
+The function without its contract is ``f.__wrapped__``, which a layer that has checked an
+input calls, so that a call is checked once, at the public entry."""
 from __future__ import annotations
 
 import functools
@@ -41,7 +36,6 @@ import torch
 from torch.nn.modules.lazy import LazyModuleMixin
 
 MAX_EXTRA_AXES = 5  # a "*h" group: up to five axes (ranks up to 8 for "B *h n d")
-
 # How an error message speaks of a shape's symbols: the legend of ``help(attention_core)``
 WORDS = {"B": "batch", "n_q": "n_queries", "n_k": "n_keys", "h": "heads", "h_kv": "heads",
          "C": "channels", "H": "height", "W": "width"}
@@ -55,26 +49,29 @@ def shape_of(x) -> tuple:
     return tuple(x.shape)
 
 
+def origin_of(symbol: str, arg: str) -> str:
+    """How a message names the size ``symbol`` that argument ``arg`` bound."""
+    return ORIGINS.get(symbol, f"{symbol} of {{arg}}").format(arg=arg)
+
+
 # ---- the decorator ------------------------------------------------------------------------
 def contract(where: Sequence = (), **specs):
-    """Check the named arguments against their specs, then ``where``'s rules, at every call."""
+    """Check the named arguments against their specs, in the order given (a spec may read the
+    sizes an earlier one bound), then ``where``'s rules, at every call."""
+    specs = {name: Tensor(s) if isinstance(s, str) else s for name, s in specs.items()}
 
     def decorate(fn):
-        signature = inspect.signature(fn)
-        params = list(signature.parameters.values())
-        unknown = set(specs) - {p.name for p in params}
-        if unknown:
-            raise TypeError(f"contract of {fn.__qualname__} names no argument {sorted(unknown)}")
-        # each checked argument, in the contract's order: (name, position, default, spec,
-        # None allowed); a spec may bind sizes that a later one reads
+        params = list(inspect.signature(fn).parameters.values())
         index = {p.name: i for i, p in enumerate(params)}
-        checked = [(name, index[name], params[index[name]].default, _spec(spec),
-                    params[index[name]].default is None or getattr(_spec(spec), "none_ok", False))
+        if set(specs) - set(index):
+            raise TypeError(f"contract of {fn.__qualname__} names no argument "
+                            f"{sorted(set(specs) - set(index))}")
+        # (name, position, default, spec, None allowed) for each checked argument
+        checked = [(name, index[name], params[index[name]].default, spec,
+                    params[index[name]].default is None or spec.none_ok)
                    for name, spec in specs.items()]
-        rules = [r if isinstance(r, Rule) else require(r) for r in where]
         method = bool(params) and params[0].name == "self"
-        needed = {name for rule in rules for name in rule.names} - {"self"}
-        positions = {p.name: (i, p.default) for i, p in enumerate(params)}
+        needed = {n for rule in where for n in rule.names} - set(specs) - {"self"}
 
         @functools.wraps(fn)
         def checked_call(*args, **kwargs):
@@ -82,125 +79,73 @@ def contract(where: Sequence = (), **specs):
             for name, i, default, spec, optional in checked:
                 value = args[i] if i < len(args) else kwargs.get(name, default)
                 call.args[name] = value
-                if value is None and optional:
-                    continue
-                spec.check(name, value, call)
+                if value is not None or not optional:
+                    spec.check(name, value, call)
             call.finish()
             for name in needed:
-                if name not in call.args:
-                    i, default = positions[name]
-                    call.args[name] = args[i] if i < len(args) else kwargs.get(name, default)
-            for rule in rules:
+                i = index[name]
+                call.args[name] = args[i] if i < len(args) else kwargs.get(name,
+                                                                           params[i].default)
+            for rule in where:
                 rule.check(call)
             return fn(*args, **kwargs)
 
-        checked_call.contract = ContractInfo(specs, rules)
+        checked_call.contract = specs  # what it declares, for readers and tests
         return checked_call
 
     return decorate
 
 
-class ContractInfo:
-    """What a contract declares, kept on the decorated function as ``f.contract`` (for the
-    tests that compare docstrings with contracts, and for readers who ask)."""
-
-    def __init__(self, specs: dict, rules: list):
-        self.specs = {name: _spec(s) for name, s in specs.items()}
-        self.rules = rules
-
-    def shapes(self) -> dict:
-        """The shape string of every tensor argument, e.g. {"queries": "B n_q d", ...}."""
-        return {name: s.shape for name, s in self.specs.items() if isinstance(s, Tensor)}
+def shapes(fn) -> dict:
+    """The shape a contract gives each tensor argument of ``fn``, e.g. {"queries": "B n_q d"}."""
+    return {name: s.shape for name, s in fn.contract.items() if isinstance(s, Tensor)}
 
 
 class Call:
-    """One call being checked: the sizes bound so far, where each came from, the arguments
-    seen, and the tensors whose device and dtype must agree."""
+    """One call being checked: its arguments, the sizes bound and by which argument."""
 
-    __slots__ = ("owner", "sizes", "bound_by", "args", "floats", "devices")
+    __slots__ = ("owner", "args", "sizes", "bound_by", "floats", "tensors")
 
     def __init__(self, owner):
         self.owner = owner                      # the layer (``self``), or None
-        self.sizes, self.bound_by, self.args = {}, {}, {"self": owner}
-        self.floats, self.devices = [], []
+        self.args, self.sizes, self.bound_by = {"self": owner}, {}, {}
+        self.floats, self.tensors = [], []
 
     def finish(self):
-        """The floating tensors share one dtype, and all tensors one device."""
-        _same("device", self.devices)
-        _same("dtype", self.floats)
+        for what, named in (("device", self.tensors), ("dtype", self.floats)):
+            if len(named) > 1 and any(getattr(t, what) != getattr(named[0][1], what)
+                                      for _, t in named[1:]):
+                listed = ", ".join(f"{n}: {getattr(t, what)}" for n, t in named)
+                raise ValueError(f"tensors must share one {what}, got {listed}")
 
 
-def _same(what: str, named: list) -> None:
-    if len(named) > 1:
-        first = getattr(named[0][1], what)
-        if any(getattr(t, what) != first for _, t in named[1:]):
-            listed = ", ".join(f"{n}: {getattr(t, what)}" for n, t in named)
-            raise ValueError(f"tensors must share one {what}, got {listed}")
-
-
-# ---- specs ---------------------------------------------------------------------------------
+# ---- specs: what one argument must be -----------------------------------------------------
 class Spec:
-    """What one argument must be; ``check`` raises if it is not."""
+    none_ok = False  # whether None is accepted even where the default is not None
 
     def check(self, name: str, value, call: Call) -> None:
         raise NotImplementedError
 
 
-def _spec(spec) -> Spec:
-    if isinstance(spec, str):
-        return Tensor(spec)
-    if isinstance(spec, Spec):
-        return spec
-    raise TypeError(f"a contract's spec must be a shape string or a Spec, got {spec!r}")
-
-
-class Axis:
-    """One word of a shape: a symbol, a fixed size, any size, a group of axes, or a layer's
-    attribute."""
-
-    __slots__ = ("kind", "name")
-
-    def __init__(self, word: str):
-        if word == "_":
-            self.kind, self.name = "any", "_"
-        elif word.isdigit():
-            self.kind, self.name = "fixed", int(word)
-        elif word.startswith("*"):
-            self.kind, self.name = "group", word[1:]
-        elif word.startswith("self."):
-            self.kind, self.name = "attr", word[5:]
-        elif word.isidentifier():
-            self.kind, self.name = "symbol", word
-        else:
-            raise ValueError(f"cannot read {word!r} in a shape")
-
-    def word(self) -> str:
-        """The axis as an error message writes it."""
-        if self.kind == "group":
-            return f"[{WORDS.get(self.name, self.name)},]"
-        return str(WORDS.get(self.name, self.name))
-
-
 class Tensor(Spec):
-    """A tensor of a shape (see the module's docstring) and a kind of dtype."""
+    """A tensor of a shape (see the module's docstring) and a kind of dtype; ``what`` follows
+    the layout in messages, e.g. tensor("B n", "int", "token indices")."""
 
     DTYPES = {"float": "have a floating dtype", "int": "have an integer dtype",
               "bool": "be boolean", "any": "be any tensor"}
 
     def __init__(self, shape: str, dtype: str = "float", what: str = ""):
-        if dtype not in self.DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(self.DTYPES)}, got {dtype!r}")
         self.shape, self.dtype, self.what = shape, dtype, what
-        self.axes = [Axis(w) for w in shape.split()]
-        groups = [i for i, a in enumerate(self.axes) if a.kind == "group"]
-        if len(groups) > 1:
+        self.axes = [_axis(w) for w in shape.split()]
+        groups = sum(kind == "group" for kind, _ in self.axes)
+        if groups > 1:
             raise ValueError(f"a shape holds at most one group of axes, got {shape!r}")
-        self.group = groups[0] if groups else None
-        fixed = len(self.axes) - (self.group is not None)
-        self.ranks = range(fixed, fixed + MAX_EXTRA_AXES + 1) if groups else range(fixed, fixed + 1)
+        fixed = len(self.axes) - groups
+        self.ranks = range(fixed, fixed + 1 + MAX_EXTRA_AXES * groups)
 
     def layout(self) -> str:
-        words = [a.word() for a in self.axes]
+        words = [f"[{WORDS.get(n, n)},]" if kind == "group" else str(WORDS.get(n, n))
+                 for kind, n in self.axes]
         text = " ".join(w if w.endswith(",]") or i == len(words) - 1 else w + ","
                         for i, w in enumerate(words))
         return f"({text})" + (f" {self.what}" if self.what else "")
@@ -208,15 +153,6 @@ class Tensor(Spec):
     def check(self, name, value, call):
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
-        self.check_dtype(name, value)
-        if value.dim() not in self.ranks:
-            raise ValueError(f"{name} must be {self.layout()}, got shape {shape_of(value)}")
-        self.bind(name, value, call)
-        call.devices.append((name, value))
-        if self.dtype == "float":
-            call.floats.append((name, value))
-
-    def check_dtype(self, name, value):
         dtype, kind = value.dtype, self.dtype
         if kind == "float":
             fits = dtype.is_floating_point
@@ -225,32 +161,51 @@ class Tensor(Spec):
         else:
             fits = kind == "any" or dtype == torch.bool
         if not fits:
-            what = f" {self.what}" if self.dtype == "bool" and self.what else ""
-            raise TypeError(f"{name} must {self.DTYPES[self.dtype]}{what}, got {dtype} with "
-                            f"shape {shape_of(value)}")
+            what = f" {self.what}" if kind == "bool" and self.what else ""
+            raise TypeError(f"{name} must {self.DTYPES[kind]}{what}, got {dtype} with shape "
+                            f"{shape_of(value)}")
+        if value.dim() not in self.ranks:
+            raise ValueError(f"{name} must be {self.layout()}, got shape {shape_of(value)}")
+        self.bind(name, value, call)
+        call.tensors.append((name, value))
+        if kind == "float":
+            call.floats.append((name, value))
 
     def bind(self, name, value, call):
-        """Bind or compare each axis's size with the sizes bound so far."""
-        shape, extra = value.shape, value.dim() - len(self.axes)
-        dim = 0
-        for axis in self.axes:
-            if axis.kind == "group":
-                sizes = tuple(shape[dim:dim + extra + 1])
-                _agree(name, value, dim, axis.name, sizes, call)
+        """Bind each axis's size, or compare it with the size bound before."""
+        shape, extra, dim = value.shape, value.dim() - len(self.axes), 0
+        for kind, symbol in self.axes:
+            if kind == "group":
+                _agree(name, value, dim, symbol, tuple(shape[dim:dim + extra + 1]), call)
                 dim += extra + 1
                 continue
             size = shape[dim]
-            if axis.kind == "symbol":
-                _agree(name, value, dim, axis.name, size, call)
-            elif axis.kind == "fixed" and size != axis.name:
+            if kind == "symbol":
+                _agree(name, value, dim, symbol, size, call)
+            elif kind == "fixed" and size != symbol:
                 raise ValueError(f"{name} must be {self.layout()}, got shape {shape_of(value)}")
-            elif axis.kind == "attr":
-                expected = getattr(call.owner, axis.name)
+            elif kind == "attr":
+                expected = getattr(call.owner, symbol)
                 if expected is not None and size != expected:
                     raise ValueError(f"{name} has size {size} in dimension {dim} (shape "
-                                     f"{shape_of(value)}), but this layer's {axis.name} is "
+                                     f"{shape_of(value)}), but this layer's {symbol} is "
                                      f"{expected}")
             dim += 1
+
+
+def _axis(word: str) -> tuple:
+    """A word of a shape as (kind, symbol): symbol, fixed, any (_), group (*h), attr (self.x)."""
+    if word == "_":
+        return "any", "_"
+    if word.isdigit():
+        return "fixed", int(word)
+    if word.startswith("*") and word[1:].isidentifier():
+        return "group", word[1:]
+    if word.startswith("self.") and word[5:].isidentifier():
+        return "attr", word[5:]
+    if word.isidentifier():
+        return "symbol", word
+    raise ValueError(f"cannot read {word!r} in a shape")
 
 
 def _agree(name, value, dim, symbol, size, call):
@@ -259,71 +214,51 @@ def _agree(name, value, dim, symbol, size, call):
     if bound is None:
         call.sizes[symbol], call.bound_by[symbol] = size, name
     elif bound != size:
-        origin = origin_of(symbol, call.bound_by[symbol])
         if isinstance(size, tuple):
             raise ValueError(f"{name} of shape {shape_of(value)} has {symbol} = {size}, but "
                              f"{call.bound_by[symbol]} has {symbol} = {bound}")
         raise ValueError(f"{name} has size {size} in dimension {dim} (shape {shape_of(value)}), "
-                         f"but {origin} is {bound}")
-
-
-def origin_of(symbol: str, arg: str) -> str:
-    """How a message names the size ``symbol`` that argument ``arg`` bound."""
-    return ORIGINS.get(symbol, f"{symbol} of {{arg}}").format(arg=arg)
-
-
-def tensor(shape: str, dtype: str = "float", what: str = "") -> Tensor:
-    """A tensor spec with another dtype ("int", "bool", "any") or words after its layout,
-    e.g. tensor("B n", "int", "token indices")."""
-    return Tensor(shape, dtype, what)
+                         f"but {origin_of(symbol, call.bound_by[symbol])} is {bound}")
 
 
 class Each(Spec):
-    """A non-empty list or tuple of tensors, each of one shape (its sizes shared, as in one
-    argument): ``weights=each("B h n n")``; messages name ``weights[i]``."""
+    """A non-empty list or tuple of tensors of one shape (sizes shared as in one argument);
+    messages name ``weights[i]``."""
 
     def __init__(self, shape: str, dtype: str = "float"):
         self.item = Tensor(shape, dtype)
 
     def check(self, name, value, call):
         if not isinstance(value, (list, tuple)) or not value:
-            raise ValueError(f"{name} must be a non-empty list of tensors "
-                             f"{self.item.layout()}, got {type(value).__name__} "
-                             f"{value if isinstance(value, (list, tuple)) else ''}".rstrip())
+            raise ValueError(f"{name} must be a non-empty list of tensors {self.item.layout()}, "
+                             f"got {value!r:.60}")
         for i, item in enumerate(value):
             self.item.check(f"{name}[{i}]", item, call)
 
 
-def each(shape: str, dtype: str = "float") -> Each:
-    return Each(shape, dtype)
-
-
 class Lengths(Spec):
-    """Valid lengths: one per sequence (B,) or, where ``per`` names a second size, one per query
-    (B, n_q), as a tensor or a list, whose values lie in [``at_least``, ``upto``]. A size is a
-    symbol bound before (``"B"``) or an axis of another argument (``"scores[-2]"``). The values
-    are checked where reading them costs nothing: a list, or a CPU tensor outside compiled code.
-    """
+    """Valid lengths (B,), or (B, n_q) where ``per`` names a second size, a tensor or a list,
+    with values in [``at_least``, ``upto``], checked where reading them is free (a list, a CPU
+    tensor outside compiled code). A size is a bound symbol or an axis, ``"scores[-2]"``."""
 
     none_ok = True  # no lengths: every position is valid
 
     def __init__(self, per: str = "B n_q", upto: str = "n_k", at_least: int = 0):
-        self.per, self.upto, self.at_least = [SizeRef(r) for r in per.split()], SizeRef(upto), at_least
+        self.per, self.upto = [SizeRef(r) for r in per.split()], SizeRef(upto)
+        self.at_least = at_least
 
     def check(self, name, value, call):
         given = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
         if given.dtype == torch.bool or given.is_complex():
             raise TypeError(f"{name} must hold lengths, got dtype {given.dtype}")
-        shape = shape_of(given)
-        batch = self.per[0].size(call)
+        shape, batch = shape_of(given), self.per[0].size(call)
         if batch is None and shape:
             batch = shape[0]
         if shape != (batch,) and (len(self.per) == 1 or shape != (batch, self.per[1].size(call))):
-            allowed = [(batch,)] + [(batch, ref.size(call)) for ref in self.per[1:]]
-            listed = " or ".join(str(a) if len(a) > 1 else f"({a[0]},)" for a in allowed)
+            allowed = [f"({batch},)"] + [str((batch, ref.size(call))) for ref in self.per[1:]]
             per = " or per query" if len(self.per) > 1 else ""
-            raise ValueError(f"{name} of shape {shape} must be {listed}: one length "
-                             f"per sequence{per}")
+            raise ValueError(f"{name} of shape {shape} must be {' or '.join(allowed)}: one "
+                             f"length per sequence{per}")
         high = self.upto.size(call)
         if high is not None and given.device.type == "cpu" and given.numel() \
                 and not torch.compiler.is_compiling():
@@ -335,19 +270,15 @@ class Lengths(Spec):
 
 
 class SizeRef:
-    """A size that a contract names: a bound symbol, or ``arg[axis]``, an axis of an argument."""
+    """A size a contract names: a bound symbol, or ``arg[axis]``, an axis of an argument."""
 
     __slots__ = ("symbol", "arg", "axis")
 
     def __init__(self, ref: str):
-        if ref.endswith("]"):
-            arg, axis = ref[:-1].split("[")
-            self.symbol, self.arg, self.axis = None, arg, int(axis)
-        else:
-            self.symbol, self.arg, self.axis = ref, None, None
+        arg, _, axis = ref.rstrip("]").partition("[")
+        self.symbol, self.arg, self.axis = (None, arg, int(axis)) if axis else (ref, None, None)
 
-    def size(self, call: Call):
-        """The size in this call, or None where it is unknown."""
+    def size(self, call: Call):  # None where it is unknown
         if self.symbol is not None:
             return call.sizes.get(self.symbol)
         shape = call.args[self.arg].shape
@@ -359,10 +290,6 @@ class SizeRef:
         return f"the size of {self.arg} in dimension {self.axis}"
 
 
-def lengths(per: str = "B n_q", upto: str = "n_k", at_least: int = 0) -> Lengths:
-    return Lengths(per, upto, at_least)
-
-
 class Size(Spec):
     """A Python int >= 0 that binds a symbol of the shapes, e.g. ``n_keys=size("n_k")``."""
 
@@ -370,19 +297,14 @@ class Size(Spec):
         self.symbol = symbol
 
     def check(self, name, value, call):
-        if not _is_int(value) or value < 0:
+        if not non_negative_int.test(value):
             raise ValueError(f"{name} must be an int >= 0, got {value!r}")
         call.sizes[self.symbol], call.bound_by[self.symbol] = value, name
 
 
-def size(symbol: str) -> Size:
-    return Size(symbol)
-
-
 class ScoresMask(Spec):
-    """A mask for attention scores: boolean (True = may attend) or floating (added to the
-    scores), broadcastable to the scores' shape (B, *h, n_q, n_k), whose leading axes are the
-    queries' broadcast against the keys' and values' (as torch's)."""
+    """A mask for attention scores, boolean (True = may attend) or floating (added to them),
+    broadcastable to the scores (B, *h, n_q, n_k) as torch broadcasts queries, keys, values."""
 
     def check(self, name, value, call):
         if not isinstance(value, torch.Tensor):
@@ -391,8 +313,7 @@ class ScoresMask(Spec):
             raise TypeError(f"{name} must be boolean (True = may attend) or floating (added to "
                             f"the scores), got {value.dtype}")
         q, k = call.args["queries"], call.args["keys"]
-        v = call.args.get("values", k)
-        lead = leading_shapes(q.shape, k.shape, v.shape)
+        lead = leading_shapes(q.shape, k.shape, call.args.get("values", k).shape)
         scores = (*(q.shape[:-2] if lead is None else lead[0]), q.shape[-2], k.shape[-2])
         try:
             fits = torch.broadcast_shapes(value.shape, scores) == scores
@@ -403,105 +324,73 @@ class ScoresMask(Spec):
                              f"scores' shape {scores} (batch, [heads,] n_queries, n_keys)")
 
 
-scores_mask = ScoresMask()
-
-
-
 class Value(Spec):
     """A Python value that ``test`` accepts; ``expected`` completes "{name} must ..."."""
 
-    def __init__(self, test: Callable[[object], bool], expected: str):
-        self.test, self.expected = test, expected
+    def __init__(self, test: Callable[[object], bool], expected: str, error=ValueError):
+        self.test, self.expected, self.error = test, expected, error
 
     def check(self, name, value, call):
         if not self.test(value):
-            raise ValueError(f"{name} must {self.expected}, got {value!r}")
+            got = type(value).__name__ if self.error is TypeError else repr(value)
+            raise self.error(f"{name} must {self.expected}, got {got}")
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+class OneOf(Spec):
+    """One of ``choices``, or a key of one dict passed alone (read at each call, live)."""
+
+    def __init__(self, *choices):
+        self.pool = choices[0] if len(choices) == 1 and isinstance(choices[0], dict) else choices
+
+    def check(self, name, value, call):
+        if value not in self.pool:
+            raise ValueError(f"{name} must be one of {sorted(self.pool, key=str)}, got {value!r}")
 
 
-positive_int = Value(lambda v: _is_int(v) and v >= 1, "be a positive int")
-non_negative_int = Value(lambda v: _is_int(v) and v >= 0, "be an int >= 0")
+class PositiveOrScalar(Spec):
+    """A positive number, or a scalar tensor (a learned value, which is not read)."""
+
+    def check(self, name, value, call):
+        if not isinstance(value, torch.Tensor):
+            positive.check(name, value, call)
+        elif value.dim() != 0:
+            raise ValueError(f"{name} must be a scalar tensor, got shape {shape_of(value)}")
+
+
+def instance_of(cls, what: str = "") -> Value:
+    return Value(lambda v: isinstance(v, cls), f"be {what or 'a ' + cls.__name__}", TypeError)
+
+
+# the spellings contracts use
+tensor, each, lengths, size, one_of = Tensor, Each, Lengths, Size, OneOf
+scores_mask, positive_or_scalar = ScoresMask(), PositiveOrScalar()
+positive_int = Value(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                     "be a positive int")
+non_negative_int = Value(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                         "be an int >= 0")
 probability = Value(lambda v: isinstance(v, (int, float)) and 0.0 <= v < 1.0, "be in [0, 1)")
 positive = Value(lambda v: isinstance(v, (int, float)) and v > 0, "be positive")
 non_negative = Value(lambda v: isinstance(v, (int, float)) and v >= 0, "be non-negative")
 
 
-class OneOf(Value):
-    """One of ``choices``; a dict is read at every call, so names added to it later count."""
-
-    def __init__(self, choices):
-        self.choices = choices
-        super().__init__(lambda v: v in self.choices, "")
-
-    def check(self, name, value, call):
-        if value not in self.choices:
-            raise ValueError(f"{name} must be one of {sorted(self.choices, key=str)}, got "
-                             f"{value!r}")
-
-
-class PositiveOrScalar(Spec):
-    """A positive Python number, or a scalar tensor (a learned value, which is not read)."""
-
-    def check(self, name, value, call):
-        if isinstance(value, torch.Tensor):
-            if value.dim() != 0:
-                raise ValueError(f"{name} must be a scalar tensor, got shape {shape_of(value)}")
-        else:
-            positive.check(name, value, call)
-
-
-positive_or_scalar = PositiveOrScalar()
-
-
-def one_of(*choices) -> OneOf:
-    """A value among ``choices``, or among the keys of one dict passed alone (read live)."""
-    return OneOf(choices[0] if len(choices) == 1 and isinstance(choices[0], dict) else choices)
-
-
-class InstanceOf(Spec):
-    def __init__(self, cls, what: str = ""):
-        self.cls, self.what = cls, what or f"a {getattr(cls, '__name__', cls)}"
-
-    def check(self, name, value, call):
-        if not isinstance(value, self.cls):
-            raise TypeError(f"{name} must be {self.what}, got {type(value).__name__}")
-
-
-def instance_of(cls, what: str = "") -> InstanceOf:
-    return InstanceOf(cls, what)
-
-
 # ---- rules over several arguments ----------------------------------------------------------
-class Rule:
-    """A rule that reads several arguments (``names``) and raises if they do not fit."""
-
-    names: tuple = ()
-
-    def check(self, call: Call) -> None:
-        raise NotImplementedError
-
-
-class Require(Rule):
-    def __init__(self, predicate: Callable, message, error=ValueError, names=None):
-        self.predicate, self.message, self.error = predicate, message, error
-        self.names = tuple(names or inspect.signature(predicate).parameters)
-
-    def check(self, call):
-        values = [call.args[n] for n in self.names]
-        if not self.predicate(*values):
-            message = self.message
-            raise self.error(message(*values) if callable(message) else message)
-
-
-def require(predicate: Callable, message: str | Callable = "", error=ValueError,
-            names: Sequence[str] | None = None) -> Require:
+class Require:
     """A rule: ``predicate``'s parameters name the arguments it reads (``self`` for the layer),
     unless ``names`` lists them; ``message`` is the error's text, or a function of the same
     arguments that returns it."""
-    return Require(predicate, message or f"arguments fail {predicate.__name__}", error, names)
+
+    def __init__(self, predicate: Callable, message: str | Callable, error=ValueError,
+                 names: Sequence[str] | None = None):
+        self.predicate, self.message, self.error = predicate, message, error
+        self.names = tuple(names or inspect.signature(predicate).parameters)
+
+    def check(self, call: Call) -> None:
+        values = [call.args[n] for n in self.names]
+        if not self.predicate(*values):
+            raise self.error(self.message(*values) if callable(self.message) else self.message)
+
+
+require = Require
 
 
 def leading_shapes(q_shape, k_shape, v_shape):
@@ -524,53 +413,34 @@ def leading_shapes(q_shape, k_shape, v_shape):
     return batch + last, batch + last
 
 
-class BroadcastLikeTorch(Rule):
-    """queries, keys and values whose leading (batch, head) axes broadcast as torch's
-    ``scaled_dot_product_attention`` broadcasts them, grouped heads included."""
-
-    names = ("queries", "keys", "values")
-
-    def check(self, call):
-        q, k, v = (call.args[n] for n in self.names)
-        if leading_shapes(q.shape, k.shape, v.shape) is None:
-            raise ValueError(f"queries {shape_of(q)}, keys {shape_of(k)} and values "
-                             f"{shape_of(v)}: their leading (batch, head) axes do not "
-                             f"broadcast (right-aligned, size 1 against any size; key/value "
-                             f"heads may also divide the query heads)")
+# queries, keys and values whose leading (batch, head) axes broadcast as torch's
+# scaled_dot_product_attention broadcasts them, grouped heads included
+broadcast_like_torch = require(
+    lambda queries, keys, values: leading_shapes(queries.shape, keys.shape, values.shape)
+    is not None,
+    lambda q, k, v: f"queries {shape_of(q)}, keys {shape_of(k)} and values {shape_of(v)}: their "
+    f"leading (batch, head) axes do not broadcast (right-aligned, size 1 against any size; "
+    f"key/value heads may also divide the query heads)")
 
 
-broadcast_like_torch = BroadcastLikeTorch()
+def _heads_group(queries, keys) -> bool:
+    """Keys of the queries' rank and leading axes, except that the last of them (the heads, for
+    ranks >= 4) may be fewer heads that divide the queries' (query head i reads key/value head
+    i // (h / h_kv)); the shapes name these axes ``*h`` and ``*h_kv``."""
+    h, h_kv = queries.shape[1:-2], keys.shape[1:-2]
+    return len(h) == len(h_kv) and h[:-1] == h_kv[:-1] and (
+        not h or (h_kv[-1] > 0 and h[-1] % h_kv[-1] == 0))
 
 
-class GroupedHeads(Rule):
-    """Keys and values with the queries' leading axes, except that their head axis (axis -3,
-    for ranks >= 4) may hold fewer heads that divide the queries' (grouped-query attention:
-    query head i reads key/value head i // (h / h_kv)). The shapes name the groups ``*h`` for
-    the queries and ``*h_kv`` for keys and values."""
-
-    names = ("queries", "keys", "values")
-
-    def check(self, call):
-        heads, kv_heads = call.sizes.get("h", ()), call.sizes.get("h_kv", ())
-        if len(heads) != len(kv_heads):
-            keys = call.args["keys"]
-            raise ValueError(f"keys of shape {shape_of(keys)} must have the rank of queries "
-                             f"{shape_of(call.args['queries'])}")
-        if heads[:-1] != kv_heads[:-1] or (heads and (
-                kv_heads[-1] == 0 or heads[-1] % kv_heads[-1])):
-            raise ValueError(f"keys and values have head axes {kv_heads} and queries {heads}: "
-                             f"they must be equal, except that the last (the heads) may be a "
-                             f"divisor of the queries' (grouped heads)")
+def _heads_apart(q, k) -> str:
+    if q.dim() != k.dim():
+        return f"keys of shape {shape_of(k)} must have the rank of queries {shape_of(q)}"
+    return (f"keys and values have head axes {shape_of(k)[1:-2]} and queries "
+            f"{shape_of(q)[1:-2]}: they must be equal, except that the last (the heads) may be "
+            f"a divisor of the queries' (grouped heads)")
 
 
-grouped_heads = GroupedHeads()
-
-
-def divides(small: str, large: str, why: str = "") -> Require:
-    """The integer argument ``small`` divides the integer argument ``large``."""
-    return require(lambda a, b: a is None or b % a == 0,
-                   lambda a, b: f"{small} ({a}) must divide {large} ({b})" + why,
-                   names=(small, large))
+grouped_heads = require(_heads_group, _heads_apart)
 
 
 def in_features(layer) -> int | None:

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .attention import dropout_p, math_attention, sdpa_attention
-from .contracts import (contract, divides, in_features, lengths, positive_int, probability,
+from .contracts import (contract, in_features, lengths, positive_int, probability,
                         require, tensor)
 from .masking import padding_mask
 from .scoring import linear
@@ -53,8 +53,10 @@ class MultiHeadAttention(nn.Module):
               value_size=positive_int,
               where=[require(lambda num_hiddens, num_heads: num_hiddens % num_heads == 0,
                              lambda d, h: f"num_hiddens ({d}) must be divisible by num_heads ({h})"),
-                     divides("num_kv_heads", "num_heads", ": each key/value head serves a whole "
-                             "group of query heads")])
+                     require(lambda num_kv_heads, num_heads: num_kv_heads is None
+                             or num_heads % num_kv_heads == 0,
+                             lambda h_kv, h: f"num_kv_heads ({h_kv}) must divide num_heads ({h}): "
+                             f"each key/value head serves a whole group of query heads")])
     def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
                  bias: bool = False, num_kv_heads: int | None = None, *,
                  query_size: int | None = None, key_size: int | None = None,

@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 
+from attention_core import contracts
 from attention_core import DotProductAttention
 from attention_core.attention import AdditiveAttention, ScoredAttention
 from attention_core.scoring import (SCORE_FUNCTIONS, AdditiveScore, ConcatScore, CosineScore,
@@ -68,7 +69,7 @@ def test_every_score_shape_parameters_and_size_rule(name):
               "additive": dict(num_hiddens=4, query_size=3, key_size=5)}.get(name, {})
     score = cls(**kwargs)
     q, k = torch.randn(2, 4, 3), torch.randn(2, 6, 5)
-    shapes = cls.forward.contract.shapes()  # the contract says whether d_q must equal d_k
+    shapes = contracts.shapes(cls.forward)  # the contract says whether d_q must equal d_k
     if shapes["queries"].split()[-1] == shapes["keys"].split()[-1]:
         with pytest.raises(ValueError, match="but the feature size of queries is 3"):
             score(q, k)
