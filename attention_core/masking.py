@@ -2,7 +2,7 @@
 
 One mask convention everywhere: a boolean tensor, True where a query may attend to a key (the
 polarity of torch's ``scaled_dot_product_attention``), broadcastable against the scores
-(B, [h,] n_q, n_k). Valid lengths, d2l's way of describing padding, become such a mask in one
+(B, *h, n_q, n_k). Valid lengths, d2l's way of describing padding, become such a mask in one
 place, ``valid_lens_to_mask``.
 
 Masked positions get exactly zero weight. d2l fills them with -1e6, which overflows float16
@@ -68,7 +68,7 @@ def masked_softmax(scores: torch.Tensor, valid_lens=None, *, mask=None) -> torch
 def padding_mask(valid_lens, queries: torch.Tensor, n_keys: int) -> torch.Tensor | None:
     """The mask of valid lengths that a layer has checked, shaped for its scores: None when
     valid_lens is None, else (B, 1 ..., 1 or n_q, n_k) on the queries' device, one singleton
-    axis for each head axis of queries (B, [h,] n_q, d)."""
+    axis for each head axis of queries (B, *h, n_q, d)."""
     if valid_lens is None:
         return None
     mask = valid_lens_to_mask.__wrapped__(valid_lens, queries.shape[-2], n_keys,

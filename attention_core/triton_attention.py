@@ -292,11 +292,11 @@ def triton_attention(queries, keys, values, mask=None, *, is_causal: bool = Fals
                      scale=None) -> torch.Tensor:
     """Exact scaled dot-product attention, FlashAttention-2's forward in Triton.
 
-    queries (B, [h,] n_q, d), keys (B, [h_kv,] n_k, d), values (B, [h_kv,] n_k, d_v), h_kv
+    queries (B, *h, n_q, d), keys (B, *h_kv, n_k, d), values (B, *h_kv, n_k, d_v), h_kv
     dividing h (grouped heads, read in place); mask None, boolean (True = may attend) or float
-    (added to the scores), broadcastable to (B, [h,] n_q, n_k); is_causal: query i sees keys
+    (added to the scores), broadcastable to (B, *h, n_q, n_k); is_causal: query i sees keys
     j <= i. float16, bfloat16 or float32; d, d_v <= 128. CUDA tensors, or CPU tensors under
     TRITON_INTERPRET=1. Differentiable (the backward is PyTorch's tile loop). Returns
-    (B, [h,] n_q, d_v); a query with no key to attend to gets zeros.
+    (B, *h, n_q, d_v); a query with no key to attend to gets zeros.
     """
     return _triton_backend(queries, keys, values, mask, is_causal=is_causal, scale=scale)[0]
