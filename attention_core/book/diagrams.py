@@ -25,7 +25,6 @@ def _whole(v) -> bool:
             lambda k: f"k must be an odd kernel size >= 1 (centred kernels), got {k}"),
     require(lambda n, focus: focus is None or (_whole(focus) and 0 <= focus < n),
             lambda n, focus: f"focus must be an output position in 0..{n - 1}, got {focus!r}")])
-
 def draw_connectivity_diagram(ax, n: int = 6, k: int = 3, focus: int | None = None):
     """How one layer connects positions: a convolution of kernel size k, a recurrent layer
     and self-attention, side by side, inputs x_1..x_n below and outputs y_1..y_n above.

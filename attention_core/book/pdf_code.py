@@ -27,15 +27,15 @@ def _cuts(line: str, width: int) -> list[tuple[int, int]]:
     """Where to break one long line: [(offset in the line, indentation of what follows)]."""
     indent = len(line) - len(line.lstrip(" "))
     follow = min(indent + 2, width // 2)
-    cuts, start, room = [], 0, width
-    while columns(line[start:]) > room:
+    cuts, start, available = [], 0, width
+    while columns(line[start:]) > available:
         end = start
-        while columns(line[start:end + 1]) <= room:
+        while columns(line[start:end + 1]) <= available:
             end += 1
         space = line.rfind(" ", start + 1, end)
         cut = space + 1 if space > start + indent + 8 else end  # after a space, else hard
         cuts.append((cut, follow))
-        start, room = cut, width - follow - 2
+        start, available = cut, width - follow - 2
     return cuts
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
+from ..contracts import contract, instance_of
+
 T = TypeVar("T")
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
