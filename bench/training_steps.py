@@ -1,5 +1,5 @@
 """What one training step of each chapter's model costs, and what four cheaper-looking
-variants change (about two minutes on 2 CPU cores; not a test).
+variants change (not a test).
 
     python bench/training_steps.py [--rounds 3] [--only bahdanau,captioner]
 
@@ -18,8 +18,8 @@ step as the chapters run it (2 threads here, Adam's for-loop):
   thread (as ``worlds.side_by_side`` trains two models), through a second copy of the model
   that shares its parameters (the decoders keep their last attention weights, which two
   threads must not share); the two gradients are summed in a fixed order, then clipped and
-  applied as in ``train_step``. The same gradient up to rounding; its losses are printed
-  beside the chapters'.
+  applied as in ``train_step`` (``worlds.training.optimizer_step``). The same gradient up to
+  rounding; its losses are printed beside the chapters'.
 
 The variants take turns within each round, so that a change of load on the machine hits them
 all; the table gives each one's best round and its ratio to the chapters' step.
@@ -38,9 +38,11 @@ from attention_core.captioning import Captioner
 from attention_core.decoding import decoder_input
 from attention_core.seq2seq import AttentionDecoder, make_model
 from attention_core.transformer import make_transformer
+from attention_core.worlds.corpus import make_splits
 from attention_core.worlds.shapes import caption_loss, caption_tensors, make_scenes
-from attention_core.worlds.translation import (TranslationData, Vocab, make_splits,
-                                               masked_cross_entropy, train_step)
+from attention_core.worlds.training import optimizer_step
+from attention_core.worlds.translation import masked_cross_entropy, train_step
+from attention_core.worlds.vocab import TranslationData, Vocab
 
 AS_SHIPPED = AttentionDecoder.forward
 
@@ -83,7 +85,7 @@ def halves_step(model, twin, pool, optimizer, src, src_lens, tgt, tgt_lens, bos)
     (loss_a, grads_a), (loss_b, grads_b) = [job.result() for job in (
         pool.submit(half, model, slice(0, h)), pool.submit(half, twin, slice(h, None)))]
     optimizer.zero_grad()
-    for p, a, b in zip(params, grads_a, grads_b):
+    for p, a, b in zip(params, grads_a, grads_b, strict=True):
         p.grad = a + b
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     optimizer.step()
@@ -116,9 +118,11 @@ def main():
             opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=foreach)
             if halves:
                 twin = sharing_copy(model)
-                step = lambda *b: halves_step(model, twin, pool, opt, *b, data.tgt_vocab.bos)
+                def step(*b):
+                    return halves_step(model, twin, pool, opt, *b, data.tgt_vocab.bos)
             else:
-                step = lambda *b: train_step(model, opt, *b, data.tgt_vocab.bos)
+                def step(*b):
+                    return train_step(model, opt, *b, data.tgt_vocab.bos)
             for b in batches[:3]:  # warm-up
                 loss = step(*b)
             first_losses[halves] = float(loss)
@@ -138,10 +142,7 @@ def main():
                 longest = int(lens[r].max())
                 loss, _ = caption_loss(model, scenes.images[r], captions[r, :longest], lens[r],
                                        vocab.bos, 0.0)
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
+                optimizer_step(model, opt, loss, clip=1.0)
             for r in rows[:3]:
                 step(r)
             start = time.perf_counter()
@@ -187,7 +188,8 @@ def main():
     for same in ("foreach", "gru_cell"):
         if same in table[first]:
             other = table[first][same]()[1]
-            equal = all(torch.equal(a, b) for a, b in zip(reference.parameters(), other.parameters()))
+            pairs = zip(reference.parameters(), other.parameters(), strict=True)
+            equal = all(torch.equal(a, b) for a, b in pairs)
             print(f"{first}, {same}: parameters bit for bit the chapters' after the steps: {equal}")
     if "halves" in table[first]:  # not the same arithmetic: the loss after the warm-up steps
         table[first]["halves"]()

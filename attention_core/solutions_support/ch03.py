@@ -8,10 +8,9 @@ they pay. Run it on the ``meta`` device: the list is the same on every machine.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch.utils._python_dispatch import TorchDispatchMode
-
 
 _RESHAPES = {"_unsafe_view"}
 

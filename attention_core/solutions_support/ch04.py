@@ -20,11 +20,11 @@ from collections import Counter
 import torch
 from torch import nn
 
-from ..contracts import contract, positive_int
 from ..attention import AdditiveAttention, DotProductAttention
+from ..contracts import contract, one_of, positive_int, require
 from ..seq2seq import AttentionDecoder, AttentionState, EncoderDecoder, GRUEncoder
-from ..worlds.translation import (ONES, TEENS, Pair, alignment_offsets, join_items,
-                                  python_rng, random_item, wilson_interval)
+from ..worlds.corpus import ONES, TEENS, Pair, distinct_pairs, join_items, python_rng, random_item
+from ..worlds.metrics import alignment_offsets, wilson_interval
 
 
 # ---- models ----------------------------------------------------------------------------
@@ -53,16 +53,17 @@ class VariantDecoder(AttentionDecoder):
     [s_t; c_t] instead of s_t alone.
     """
 
+    @contract(score=one_of("additive", "dot"),
+              where=[require(lambda score, num_hiddens, key_size: score != "dot"
+                             or (key_size or num_hiddens) == num_hiddens,
+                             lambda score, num_hiddens, key_size: f"a dot product needs queries "
+                             f"and keys of one size, got num_hiddens={num_hiddens} and "
+                             f"key_size={key_size}")])
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, *,
                  score: str = "additive", key_size: int | None = None,
                  deep_output: bool = False):
         nn.Module.__init__(self)  # AttentionDecoder's layers, in its order, resized
         key_size = key_size or num_hiddens
-        if score not in ("additive", "dot"):
-            raise ValueError(f"score must be 'additive' or 'dot', got {score!r}")
-        if score == "dot" and key_size != num_hiddens:
-            raise ValueError(f"a dot product needs queries and keys of one size, got "
-                             f"num_hiddens={num_hiddens} and key_size={key_size}")
         self.score, self.deep_output = score, deep_output
         self.attention = (DotProductAttention() if score == "dot"            # no parameters
                           else AdditiveAttention(num_hiddens, query_size=num_hiddens,
@@ -138,8 +139,8 @@ def where_misses_land(weights, pairs, units=UNITS) -> dict:
             is_unit.append(token in units)
             following = p.alignment[t + 1] if t + 1 < len(p.target) else {len(p.source)}
             on_next.append(int(best[b, t]) in following)
-    words = [o for o, u in zip(offsets, is_unit) if not u]
-    unit_offsets = [(o, n) for o, n, u in zip(offsets, on_next, is_unit) if u]
+    words = [o for o, u in zip(offsets, is_unit, strict=True) if not u]
+    unit_offsets = [(o, n) for o, n, u in zip(offsets, on_next, is_unit, strict=True) if u]
     return {"word_hit": words.count(0) / len(words),
             "unit_hit": sum(o == 0 for o, _ in unit_offsets) / len(unit_offsets),
             "word_misses": sum(o != 0 for o in words),
@@ -164,18 +165,19 @@ def hour_word(hour: int) -> str:
     return (ONES + TEENS)[hour]
 
 
-def _check_time(hour: int, minute: int) -> str:
-    """The door of ``time_pair``: the part of the day of a valid time, else ValueError."""
-    period = next((name for name, (_, _, hours) in PERIODS.items() if hour in hours), None)
-    if period is None or minute % 5 or not 0 <= minute < 60:
-        raise ValueError(f"need an hour in {[list(h) for *_, h in PERIODS.values()]} and a minute "
-                         f"that is a multiple of 5, got {hour}:{minute:02d}")
-    if minute > 30 and hour + 1 not in PERIODS[period][2]:
-        raise ValueError(f"{hour}:{minute:02d} would be said to {hour + 1}:00, outside the "
-                         f"{period}")
-    return period
+def _period(hour: int) -> str | None:
+    """The part of the day that holds ``hour``, or None."""
+    return next((name for name, (_, _, hours) in PERIODS.items() if hour in hours), None)
 
 
+@contract(where=[
+    require(lambda hour, minute: _period(hour) is not None and minute % 5 == 0
+            and 0 <= minute < 60,
+            lambda hour, minute: f"need an hour in {[list(h) for *_, h in PERIODS.values()]} "
+            f"and a minute that is a multiple of 5, got {hour}:{minute:02d}"),
+    require(lambda hour, minute: minute <= 30 or hour + 1 in PERIODS[_period(hour)][2],
+            lambda hour, minute: f"{hour}:{minute:02d} would be said to {hour + 1}:00, outside "
+            f"the {_period(hour)}")])
 def time_pair(hour: int, minute: int) -> Pair:
     """A time of day, ``hour`` on the 24-hour clock, ``minute`` a multiple of 5:
 
@@ -190,7 +192,7 @@ def time_pair(hour: int, minute: int) -> Pair:
     time to the hour: 3 is four minus one; 点 also from "o'clock"); the minutes and 分 from
     the minute words and "past" or "to" (45 is sixty minus a quarter).
     """
-    period = _check_time(hour, minute)  # the part of the day that holds the time
+    period = _period(hour)            # the part of the day that holds the time
     chinese, phrase, _ = PERIODS[period]
     to = minute > 30                  # "a quarter to four": the minutes count down to the hour
     clock = (hour + to - 1) % 12 + 1  # the hour the English names, on the 12-hour clock
@@ -227,16 +229,12 @@ def make_time_corpus(n_pairs: int, generator: torch.Generator | None = None,
     """``n_pairs`` distinct sentences of 1..max_items items; each item is a time of day with
     probability ``share_times``, else a date or a number as in chapter 4."""
     rng = python_rng(generator)
-    seen, pairs = {" ".join(s) for s in exclude}, []
-    while len(pairs) < n_pairs:
-        items = [random_time(rng) if rng.random() < share_times else random_item(rng)
-                 for _ in range(rng.randint(1, max_items))]
-        pair = join_items(items)
-        key = " ".join(pair.source)
-        if key not in seen:
-            seen.add(key)
-            pairs.append(pair)
-    return pairs
+
+    def sentence():
+        return join_items([random_time(rng) if rng.random() < share_times else random_item(rng)
+                           for _ in range(rng.randint(1, max_items))])
+
+    return distinct_pairs(sentence, n_pairs, {" ".join(s) for s in exclude})
 
 
 def time_token_kind(pair: Pair, t: int) -> str | None:
@@ -245,7 +243,8 @@ def time_token_kind(pair: Pair, t: int) -> str | None:
     token = pair.target[t]
     if token in ("上午", "下午", "晚上"):
         return "period"
-    start = max((s for s in range(t + 1) if pair.target[s] in ("上午", "下午", "晚上")), default=None)
+    periods = [s for s in range(t + 1) if pair.target[s] in ("上午", "下午", "晚上")]
+    start = max(periods, default=None)
     if start is None or t - start > 4 or "；" in pair.target[start:t + 1]:
         return None
     to = any(pair.source[j] == "to" for j in pair.alignment[start + 1])

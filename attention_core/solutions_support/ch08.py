@@ -1,4 +1,4 @@
-"""Chapter 8's solutions: a decoder-only (GPT-style) translator for the translation world.
+"""Chapter 8's solutions: a decoder-only (GPT-style) translator for chapter 4's corpus.
 
 The model is a stack of ``TransformerEncoderBlock`` run with ``is_causal=True``: causal
 self-attention and the FFN, no cross-attention. It reads one row per sentence pair,
@@ -16,10 +16,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..contracts import contract, positive_int
+from ..contracts import contract, positive, positive_int
 from ..positional import PositionalEncoding
 from ..transformer import TOKENS, TokenEmbedding, TransformerEncoderBlock
-from ..worlds.translation import UNK, linear_decay
+from ..worlds.training import fit, linear_decay
+from ..worlds.vocab import UNK, source_and_target
 
 
 class DecoderOnlyLM(nn.Module):
@@ -68,7 +69,7 @@ def joint_rows(data, src, src_lens, tgt, tgt_lens):
     offset, sep = len(data.src_vocab), len(data.src_vocab) + data.tgt_vocab.bos
     english = src_lens - 1                                         # (B,): m, English tokens
     rows = torch.zeros(src.shape[0], int((english + 1 + tgt_lens).max()), dtype=torch.long)
-    for b, (m, k) in enumerate(zip(english.tolist(), tgt_lens.tolist())):
+    for b, (m, k) in enumerate(zip(english.tolist(), tgt_lens.tolist(), strict=True)):
         rows[b, :m] = src[b, :m]                                   # English
         rows[b, m] = sep                                           # separator
         rows[b, m + 1:m + 1 + k] = tgt[b, :k] + offset             # Chinese and its <eos>
@@ -85,33 +86,22 @@ def decoder_only_loss(model, rows, loss_mask):
     return (losses * loss_mask).sum() / loss_mask.sum()
 
 
-@contract(epochs=positive_int, batch_size=positive_int)
+@contract(epochs=positive_int, batch_size=positive_int, lr=positive)
 def train_decoder_only(model, data, pairs, *, epochs: int = 4, batch_size: int = 128,
                        lr: float = 0.005, clip: float = 1.0, schedule=None,
                        generator: torch.Generator | None = None, device=None):
-    """``train_seq2seq``'s loop for the decoder-only model: the same batches (from the same
-    generator), Adam, gradient clipping and schedule (default: linear decay to zero).
+    """``train_seq2seq``'s recipe for the decoder-only model (``fit``): the same batches (from
+    the same generator), Adam, gradient clipping and schedule (default: linear decay to zero).
     Returns the mean loss of each epoch."""
     device = device or next(model.parameters()).device
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    total = epochs * -(-len(pairs) // batch_size)
-    factor = schedule or linear_decay
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: factor(step, total))
-    history = []
-    model.train()
-    for _ in range(epochs):
-        losses = []
-        for batch in data.batches(pairs, batch_size, generator):
-            rows, loss_mask, _ = joint_rows(data, *batch)
-            loss = decoder_only_loss(model, rows.to(device), loss_mask.to(device))
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            scheduler.step()
-            losses.append(loss.detach())
-        history.append(torch.stack(losses).mean().item())
-    return history
+
+    def loss(model, batch):
+        rows, loss_mask, _ = joint_rows(data, *batch)
+        return decoder_only_loss(model, rows.to(device), loss_mask.to(device))
+
+    return fit(model, lambda: data.batches(pairs, batch_size, generator), loss,
+               steps_per_epoch=-(-len(pairs) // batch_size), epochs=epochs, lr=lr,
+               schedule=schedule or linear_decay, clip=clip, progress=False)
 
 
 @contract(max_len=positive_int)
@@ -124,7 +114,7 @@ def translate_decoder_only(model, data, pairs, *, max_len: int = 60, device=None
     offset, vocab = len(data.src_vocab), data.tgt_vocab
     groups = {}
     for i, pair in enumerate(pairs):
-        groups.setdefault(len(data._split(pair)[0]), []).append(i)
+        groups.setdefault(len(source_and_target(pair)[0]), []).append(i)
     predictions = [None] * len(pairs)
     was_training = model.training
     model.eval()
@@ -142,7 +132,7 @@ def translate_decoder_only(model, data, pairs, *, max_len: int = 60, device=None
                     break
             chinese = tokens[:, int(m[0]) + 1:] - offset            # back to Chinese indices
             chinese[chinese < 0] = vocab[UNK]                      # an English token: <unk>
-            for i, row in zip(index, chinese.tolist()):
+            for i, row in zip(index, chinese.tolist(), strict=True):
                 predictions[i] = vocab.decode(row)
     model.train(was_training)
     return predictions
@@ -168,14 +158,14 @@ def chinese_to_english_weights(model, data, pairs, *, device=None):
         model(rows[:, :-1].to(device))
         weights = [w.float().cpu() for w in model.attention_weights]  # (B, h, n - 1, n - 1)
     model.train(was_training)
-    for blk, k in zip(model.blks, keep):
+    for blk, k in zip(model.blks, keep, strict=True):
         blk.attention.need_weights = k
     n_tgt, n_src = int(loss_mask.sum(1).max()), int(m.max())
     per_block, shares = [], []
     for w in weights:
         out = torch.zeros(w.shape[0], w.shape[1], n_tgt, n_src)
         share = []
-        for b, (mb, k) in enumerate(zip(m.tolist(), loss_mask.sum(1).tolist())):
+        for b, (mb, k) in enumerate(zip(m.tolist(), loss_mask.sum(1).tolist(), strict=True)):
             out[b, :, :k, :mb] = w[b, :, mb:mb + k, :mb]          # Chinese rows, English columns
             share.append(out[b, :, :k, :mb].sum(-1).mean(-1))     # (h,)
         per_block.append(out)

@@ -1,4 +1,4 @@
-"""The complexity world of chapters 3 and 5: layers compared by what can be counted.
+"""Layers compared by what can be counted (chapters 3, 5 and 9).
 
 The usual table says a convolution of kernel size k needs O(n/k) layers before the first
 output can depend on the last input (a centred kernel: exactly ceil((n - 1) / (k // 2))), a
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -114,8 +114,9 @@ class _Depth(TorchDispatchMode):
         outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
         level = max((self.depth.get(id(t), 0) for t in inputs), default=0)
         level += 0 if func.is_view else 1
-        mutated = [a for a, arg in zip(args, func._schema.arguments)
-                   if isinstance(a, torch.Tensor) and arg.alias_info is not None and arg.alias_info.is_write]
+        mutated = [a for a, arg in zip(args, func._schema.arguments, strict=False)  # no kwargs
+                   if isinstance(a, torch.Tensor) and arg.alias_info is not None
+                   and arg.alias_info.is_write]
         for t in outputs + mutated:
             self.depth[id(t)] = level
             self.keep.append(t)  # keep ids unique while counting (meta tensors cost no memory)

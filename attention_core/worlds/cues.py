@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from ..contracts import contract, non_negative, one_of
+
 FEATURES = ("red", "contrast", "readable", "drinkable", "writable")
 APPEARANCE = slice(0, 2)
 
@@ -33,14 +35,14 @@ def make_scene(dtype=torch.float32, device=None):
     return names, keys
 
 
+@contract(goal=one_of(QUERIES))
 def query_vector(goal: str, dtype=torch.float32, device=None):
     """The volitional cue for a goal in QUERIES, or None for "none"."""
-    if goal not in QUERIES:
-        raise ValueError(f"goal must be one of {sorted(QUERIES)}, got {goal!r}")
     vec = QUERIES[goal][2]
     return None if vec is None else torch.tensor(vec, dtype=dtype, device=device)
 
 
+@contract(keys=f"n_objects {len(FEATURES)}")
 def saliency(keys: torch.Tensor) -> torch.Tensor:
     """How far each object's appearance lies from the average appearance: (n_objects,)."""
     look = keys[:, APPEARANCE]                 # (n_objects, 2): x_i = (red, contrast)
@@ -50,18 +52,8 @@ def saliency(keys: torch.Tensor) -> torch.Tensor:
 SALIENCY_WEIGHT = 0.1  # how much the eye still counts once there is a goal (see cue_weights)
 
 
-def _check_cue_inputs(keys, query, sharpness, saliency_weight) -> None:
-    """The door of cue_weights: keys (n_objects, 5), query None or (5,), non-negative numbers."""
-    if keys.dim() != 2 or keys.shape[1] != len(FEATURES):
-        raise ValueError(f"keys must be (n_objects, {len(FEATURES)}), got shape {tuple(keys.shape)}")
-    if not sharpness >= 0:
-        raise ValueError(f"sharpness must be non-negative, got {sharpness}")
-    if not saliency_weight >= 0:
-        raise ValueError(f"saliency_weight must be non-negative, got {saliency_weight}")
-    if query is not None and query.shape != (len(FEATURES),):
-        raise ValueError(f"query must be ({len(FEATURES)},), got shape {tuple(query.shape)}")
-
-
+@contract(keys=f"n_objects {len(FEATURES)}", query=f"{len(FEATURES)}", sharpness=non_negative,
+          saliency_weight=non_negative)
 def cue_weights(keys: torch.Tensor, query: torch.Tensor | None = None,
                 sharpness: float = 5.0, saliency_weight: float = SALIENCY_WEIGHT) -> torch.Tensor:
     """Attention weights alpha over the objects: (n_objects,).
@@ -81,7 +73,6 @@ def cue_weights(keys: torch.Tensor, query: torch.Tensor | None = None,
     goal), while the red cup still draws a little more of the reader's attention than its
     match alone would give it.
     """
-    _check_cue_inputs(keys, query, sharpness, saliency_weight)
     s = saliency(keys)                               # (n_objects,) the nonvolitional cue
     if query is None:
         scores = s                                   # no goal: the eye alone
@@ -101,7 +92,7 @@ def draw_scene(ax, names, weights, title: str = "") -> None:
     eye = (len(names) / 2 - 0.5, -1.3)
     ax.add_patch(patches.Ellipse(eye, 0.7, 0.35, facecolor="white", edgecolor="0.2", lw=1.5))
     ax.add_patch(patches.Circle(eye, 0.11, color="0.2"))
-    for i, ((en, zh), w) in enumerate(zip(names, weights.tolist())):
+    for i, ((en, zh), w) in enumerate(zip(names, weights.tolist(), strict=True)):
         face = colors.get(en, "#d9d4c7")
         if en == "coffee cup":
             shape = patches.FancyBboxPatch((i - 0.25, 0.0), 0.5, 0.7, boxstyle="round,pad=0.05")
@@ -115,6 +106,7 @@ def draw_scene(ax, names, weights, title: str = "") -> None:
         ax.text(i, 0.35, f"{w:.2f}", ha="center", va="center", fontsize=9,
                 color="white" if en == "coffee cup" else "black")
         ax.annotate("", xy=(i, -0.02), xytext=eye,
-                    arrowprops=dict(arrowstyle="-|>", color="C0", lw=0.3 + 5 * w, alpha=0.3 + 0.7 * w))
+                    arrowprops=dict(arrowstyle="-|>", color="C0", lw=0.3 + 5 * w,
+                                    alpha=0.3 + 0.7 * w))
     if title:
         ax.set_title(title, fontsize=10)

@@ -1,4 +1,4 @@
-"""The regression world of chapter 2: noisy samples of a smooth function, and a Nadaraya–Watson
+"""The regression task of chapter 2: noisy samples of a smooth function, and a Nadaraya–Watson
 regression whose bandwidth is learned by gradient descent on the leave-one-out error."""
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import torch
 
 from ..contracts import contract, non_negative, positive, positive_int
 from ..pooling import NWKernelRegression
+from .training import fit
 
 
 def regression_target(x: torch.Tensor) -> torch.Tensor:
@@ -34,27 +35,29 @@ def make_regression_data(n_train: int = 50, n_test: int = 100, x_max: float = 5.
     return tuple(t.to(dtype=dtype, device=device) for t in (x_train, y_train, x_test, y_test))
 
 
-@contract(steps=positive_int, log_every=positive_int)
+@contract(steps=positive_int, lr=positive, log_every=positive_int)
 def fit_nw_bandwidth(model: NWKernelRegression, x_train: torch.Tensor, y_train: torch.Tensor,
                      *, steps: int = 200, lr: float = 0.05, log_every: int = 50,
                      exclude_self: bool = True):
-    """Learn the bandwidth by minimising the leave-one-out squared error with Adam:
+    """Learn the bandwidth by minimising the leave-one-out squared error with Adam (``fit``):
 
         L = (1/n) sum_i (f_{-i}(x_i) - y_i)^2,
 
     where f_{-i} is the estimate from every training point but the i-th (``exclude_self=True``):
     predicting a point from itself (``exclude_self=False``) would reward a bandwidth of zero,
-    which just copies y_i.
+    which just copies y_i. Every step reads the whole training set.
     Returns the history [(step, loss, bandwidth), ...] every ``log_every`` steps and at the end.
     """
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     history = []
-    for step in range(1, steps + 1):
-        optimizer.zero_grad()
+
+    def loss(model, _):
         y_loo = model(x_train, x_train, y_train, exclude_self)  # (n_train,): f_{-i}(x_i)
-        loss = ((y_loo - y_train) ** 2).mean()                   # L, a scalar
-        loss.backward()                                          # dL / d log(sigma)
-        optimizer.step()
+        return ((y_loo - y_train) ** 2).mean()                   # L, a scalar
+
+    def log(step, value):  # after the step: the loss before it, the bandwidth after it
         if step % log_every == 0 or step == steps:
-            history.append((step, loss.item(), model.bandwidth.item()))
+            history.append((step, value.item(), model.bandwidth.item()))
+
+    fit(model, lambda: range(steps), loss, steps_per_epoch=steps, lr=lr, progress=False,
+        on_step=log)
     return history

@@ -1,11 +1,12 @@
-"""The retrieval world of chapter 3: find the stored item whose key matches a noisy query,
+"""The retrieval task of chapter 3: find the stored item whose key matches a noisy query,
 with soft attention (a weighted average) or hard attention (one sampled item, REINFORCE)."""
 from __future__ import annotations
 
 import torch
 
-from ..contracts import contract, one_of, positive_int
+from ..contracts import contract, one_of, positive, positive_int
 from ..variants import reinforce_loss, sample_hard_attention
+from .training import fit
 
 
 @contract(batch=positive_int, n_items=positive_int, dim=positive_int)
@@ -55,30 +56,35 @@ def retrieval_accuracy(model, data) -> float:
     return (scores.argmax(-1).flatten() == index).float().mean().item()
 
 
-@contract(mode=one_of("soft", "hard"), steps=positive_int, batch=positive_int,
+@contract(mode=one_of("soft", "hard"), steps=positive_int, batch=positive_int, lr=positive,
           log_every=positive_int)
 def fit_retrieval(model, mode: str, held_out, *, steps: int = 300, batch: int = 64,
                   lr: float = 0.05, generator: torch.Generator | None = None,
                   log_every: int = 50, use_baseline: bool = True, **task):
     """Train ``model`` on fresh retrieval batches drawn from ``generator``, with soft or hard
-    attention, and measure its accuracy on the ``held_out`` batch.
+    attention (``fit``, Adam), and measure its accuracy on the ``held_out`` batch.
 
     Hard attention uses a running mean of the loss as its REINFORCE baseline when
     ``use_baseline``. Returns [(step, training mean squared error, held-out accuracy), ...],
     the first entry at step 0, before any update.
     """
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    baseline, history = 0.0, [(0, float("nan"), retrieval_accuracy(model, held_out))]
-    for step in range(1, steps + 1):
-        data = make_retrieval_batch(batch, generator=generator, **task)
-        optimizer.zero_grad()
-        surrogate, mse = retrieval_loss(model, data, mode, baseline, generator=generator)
-        surrogate.backward()
-        optimizer.step()
+    history = [(0, float("nan"), retrieval_accuracy(model, held_out))]
+    state = {"baseline": 0.0, "mse": None}  # the running baseline, the last batch's error
+
+    def loss(model, data):
+        surrogate, state["mse"] = retrieval_loss(model, data, mode, state["baseline"],
+                                                 generator=generator)
+        return surrogate
+
+    def after(step, _):
         if use_baseline:
-            baseline = 0.9 * baseline + 0.1 * mse
+            state["baseline"] = 0.9 * state["baseline"] + 0.1 * state["mse"]
         if step % log_every == 0 or step == steps:
-            history.append((step, mse, retrieval_accuracy(model, held_out)))
+            history.append((step, state["mse"], retrieval_accuracy(model, held_out)))
+
+    fit(model, lambda: (make_retrieval_batch(batch, generator=generator, **task)
+                        for _ in range(steps)),
+        loss, steps_per_epoch=steps, lr=lr, progress=False, on_step=after)
     return history
 
 

@@ -15,17 +15,20 @@ a ``vision.VisionTransformer`` on a question about them, such as ``left_of``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 
 import torch
 from torch.nn import functional as F
 
-from ..contracts import contract, positive_int
 from ..captioning import HardAttentionDecoder, doubly_stochastic_penalty
+from ..contracts import contract, positive, positive_int, require, tensor
 from ..decoding import decoder_input, greedy_decode
 from ..variants import reinforce_loss
 from .side_by_side import side_by_side
-from .translation import linear_decay, masked_cross_entropy, pad_batch
+from .training import WarmupLinearDecay, fit, linear_decay
+from .translation import masked_cross_entropy
+from .vocab import pad_batch
 
 COLOURS = {"red": (0.84, 0.15, 0.16), "green": (0.17, 0.63, 0.17),
            "blue": (0.12, 0.47, 0.71), "yellow": (0.93, 0.78, 0.09)}
@@ -62,19 +65,6 @@ class Scenes:
                       self.centres[pick], self.masks[pick], [self.captions[i] for i in rows])
 
 
-@contract(n=positive_int, size=positive_int, radius=positive_int)
-def _check_scenes(n: int, size: int, radius: int, colours, relations) -> None:
-    """The door of make_scenes: sizes that leave room for two objects, known names."""
-    if size < 6 * radius + 6:
-        raise ValueError(f"size={size} leaves no room for two objects of radius={radius}: "
-                         f"size must be at least 6 * radius + 6 = {6 * radius + 6}")
-    unknown = [c for c in (colours or ()) if c not in COLOURS]
-    if colours is not None and (len(colours) != 2 or unknown or colours[0] == colours[1]):
-        raise ValueError(f"colours must be two different names of {list(COLOURS)}, got {colours!r}")
-    if not relations or any(r not in RELATIONS for r in relations):
-        raise ValueError(f"relations must be a non-empty subset of {RELATIONS}, got {relations!r}")
-
-
 def _relation(d_row: float, d_col: float) -> str:
     """Where object 0 is relative to object 1, d = centre 0 - centre 1 (rows grow downwards)."""
     if abs(d_row) > abs(d_col):
@@ -83,7 +73,7 @@ def _relation(d_row: float, d_col: float) -> str:
 
 
 def placement_fits(centre0, centre1, radius: int, relations=RELATIONS) -> bool:
-    """Whether two objects of ``radius`` at centres (row, column) make a scene of this world:
+    """Whether two objects of ``radius`` at centres (row, column) make a valid scene:
     apart by at least 2 radius + 4 pixels on one axis and 1.5 times as far on it as on the
     other (so the relation is plain to see), object 0 in one of ``relations`` to object 1."""
     (r0, c0), (r1, c1) = centre0, centre1
@@ -100,6 +90,7 @@ def _draw_positions(generator, size: int, radius: int, relations) -> tuple:
             return tuple(centre0), tuple(centre1)
 
 
+@contract(size=positive_int, radius=positive_int)
 def render(colours, shapes, centres, size: int = 48, radius: int = 6):
     """Images and masks of scenes given as colours (N, k), shapes (N, k) and centres (N, k, 2).
 
@@ -128,6 +119,21 @@ def render(colours, shapes, centres, size: int = 48, radius: int = 6):
     return images, masks
 
 
+def _two_colours(colours) -> bool:
+    return colours is None or (len(colours) == 2 and colours[0] != colours[1]
+                               and all(c in COLOURS for c in colours))
+
+
+@contract(n=positive_int, size=positive_int, radius=positive_int, where=[
+    require(lambda size, radius: size >= 6 * radius + 6,
+            lambda size, radius: f"size={size} leaves no room for two objects of "
+            f"radius={radius}: size must be at least 6 * radius + 6 = {6 * radius + 6}"),
+    require(lambda colours: _two_colours(colours),
+            lambda colours: f"colours must be two different names of {list(COLOURS)}, got "
+            f"{colours!r}"),
+    require(lambda relations: bool(relations) and all(r in RELATIONS for r in relations),
+            lambda relations: f"relations must be a non-empty subset of {RELATIONS}, got "
+            f"{relations!r}")])
 def make_scenes(n: int, generator: torch.Generator | None = None, *, size: int = 48,
                 radius: int = 6, colours=None, relations=RELATIONS) -> Scenes:
     """n scenes of two objects. colours: None (any two different colours; object 0, the
@@ -135,7 +141,6 @@ def make_scenes(n: int, generator: torch.Generator | None = None, *, size: int =
     is a function of the picture) or a pair of names that every scene uses, object 0 the first;
     relations: those the captions may use (the positions are redrawn until one fits).
     Deterministic for a seeded ``generator``."""
-    _check_scenes(n, size, radius, colours, relations)
     names = list(COLOURS)
     colour_idx, shape_idx, centres, captions = [], [], [], []
     for _ in range(n):
@@ -148,7 +153,8 @@ def make_scenes(n: int, generator: torch.Generator | None = None, *, size: int =
         colour_idx.append(pair)
         shape_idx.append(kinds)
         centres.append([[r0, c0], [r1, c1]])
-        captions.append(["a", names[pair[0]], SHAPES[kinds[0]], *_relation(r0 - r1, c0 - c1).split(),
+        relation = _relation(r0 - r1, c0 - c1).split()
+        captions.append(["a", names[pair[0]], SHAPES[kinds[0]], *relation,
                          "a", names[pair[1]], SHAPES[kinds[1]]])
     colour_t, shape_t = torch.tensor(colour_idx), torch.tensor(shape_idx)
     centre_t = torch.tensor(centres)
@@ -161,13 +167,15 @@ def left_of(scenes: Scenes) -> torch.Tensor:
     return scenes.centres[:, 0, 1] < scenes.centres[:, 1, 1]
 
 
+@contract(masks=tensor("N k size size", "bool"), grid=positive_int,
+          where=[require(lambda masks, grid: masks.shape[-1] % grid == 0,
+                         lambda masks, grid: f"grid={grid} must divide the image size "
+                         f"{masks.shape[-1]}")])
 def cell_shares(masks: torch.Tensor, grid: int) -> torch.Tensor:
     """The share of each of grid x grid cells that each object covers: masks (N, k, size, size)
     -> (N, k, grid * grid), cells in row-major order (as a CNN's feature grid or a ViT's
     patches flatten). size must be a multiple of grid."""
     size = masks.shape[-1]
-    if size % grid:
-        raise ValueError(f"grid={grid} must divide the image size {size}")
     return F.avg_pool2d(masks.float(), size // grid).flatten(-2)
 
 
@@ -196,44 +204,31 @@ def caption_tensors(scenes: Scenes, vocab):
     return pad_batch([vocab.encode(c) for c in scenes.captions], vocab)
 
 
-@contract(epochs=positive_int, batch_size=positive_int)
+@contract(epochs=positive_int, batch_size=positive_int, lr=positive)
 def train_captioner(model, scenes: Scenes, vocab, *, epochs: int = 3, batch_size: int = 32,
                     lr: float = 0.01, penalty: float = 0.0, clip: float = 1.0,
                     generator: torch.Generator | None = None, progress: bool = True,
                     on_step: Callable[[], None] | None = None) -> list:
-    """Teacher-forced training on ``scenes`` with ``caption_loss``: Adam, the rate falling
-    linearly from ``lr`` to 0, gradients clipped to norm ``clip``. Batches come from
-    ``generator``. The progress bar (tqdm) is display only; ``on_step``, if given, is called
-    after every step. Returns each epoch's mean cross-entropy (the penalty not included)."""
-    from tqdm.auto import tqdm  # book tooling: imported only when training runs
-
+    """Teacher-forced training on ``scenes`` with ``caption_loss``, through ``fit``: Adam, the
+    rate falling linearly from ``lr`` to 0, gradients clipped to norm ``clip``. Batches come
+    from ``generator``. The progress bar (tqdm) is display only; ``on_step``, if given, is
+    called after every step. Returns each epoch's mean cross-entropy (the penalty not
+    included)."""
     device = next(model.parameters()).device
     captions, lens = caption_tensors(scenes, vocab)
-    n_batches = -(-len(scenes) // batch_size)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: linear_decay(step, epochs * n_batches))
-    history = []
-    model.train()
-    with tqdm(total=epochs * n_batches, disable=not progress, desc="training") as bar:
-        for _ in range(epochs):
-            order, losses = torch.randperm(len(scenes), generator=generator), []
-            for rows in order.split(batch_size):
-                longest = int(lens[rows].max())
-                loss, ce = caption_loss(model, scenes.images[rows].to(device),
-                                        captions[rows, :longest].to(device),
-                                        lens[rows].to(device), vocab.bos, penalty)
-                optimizer.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-                optimizer.step()
-                scheduler.step()
-                losses.append(ce)
-                bar.update(1)
-                if on_step is not None:
-                    on_step()
-            history.append(torch.stack(losses).mean().item())  # one host read per epoch
-    return history
+
+    def batches():  # an order per epoch, drawn when the epoch starts
+        return torch.randperm(len(scenes), generator=generator).split(batch_size)
+
+    def loss(model, rows):
+        longest = int(lens[rows].max())
+        return caption_loss(model, scenes.images[rows].to(device),
+                            captions[rows, :longest].to(device), lens[rows].to(device),
+                            vocab.bos, penalty)
+
+    return fit(model, batches, loss, steps_per_epoch=-(-len(scenes) // batch_size),
+               epochs=epochs, lr=lr, schedule=linear_decay, clip=clip, progress=progress,
+               on_step=None if on_step is None else lambda step, ce: on_step())
 
 
 @contract(epochs=positive_int, batch_size=positive_int)
@@ -257,6 +252,7 @@ def train_captioners(models: Sequence, scenes: Scenes, vocab, *, seed: int = 0,
                         workers=workers, progress=progress)
 
 
+@contract(max_len=positive_int)
 def describe(model, scenes: Scenes, vocab, max_len: int = 10):
     """Greedy captions of ``scenes`` as word lists, and each word's attention over the grid
     (N, steps, cells) on the CPU."""
@@ -265,6 +261,7 @@ def describe(model, scenes: Scenes, vocab, max_len: int = 10):
     return [vocab.decode(row) for row in tokens.tolist()], weights.cpu()
 
 
+@contract(weights="N steps cells", grid=positive_int)
 def attention_on_objects(weights, scenes: Scenes, grid: int):
     """How much of the attention of the words that name an object (its colour and its shape)
     falls on the grid cells that object touches, averaged over those words; and the same for
@@ -281,35 +278,27 @@ def attention_on_objects(weights, scenes: Scenes, grid: int):
     return torch.stack(on).mean().item(), torch.stack(chance).mean().item()
 
 
-@contract(epochs=positive_int, batch_size=positive_int, warmup=positive_int)
+@contract(images="N C H W", labels=tensor("N_labels", "int"), epochs=positive_int,
+          batch_size=positive_int, lr=positive, warmup=positive_int,
+          where=[require(lambda images, labels: images.shape[0] == labels.shape[0],
+                         lambda images, labels: f"images {tuple(images.shape)} and labels "
+                         f"{tuple(labels.shape)} must hold the same number of examples")])
 def train_classifier(model, images, labels, *, epochs: int = 2, batch_size: int = 64,
                      lr: float = 0.002, weight_decay: float = 0.05, warmup: int = 50,
                      generator: torch.Generator | None = None, progress: bool = True) -> list:
-    """Cross-entropy training of an image classifier (a ``vision.VisionTransformer``) with
-    AdamW, the rate rising linearly over ``warmup`` steps, then falling linearly to 0. Batches
-    come from ``generator``; the progress bar is display only. Returns each epoch's mean loss."""
-    from tqdm.auto import tqdm
-
-    if images.shape[0] != labels.shape[0]:
-        raise ValueError(f"images {tuple(images.shape)} and labels {tuple(labels.shape)} "
-                         "must hold the same number of examples")
+    """Cross-entropy training of an image classifier (a ``vision.VisionTransformer``) through
+    ``fit``, with AdamW, the rate rising linearly over ``warmup`` steps, then falling linearly
+    to 0. Batches come from ``generator``; the progress bar is display only. Returns each
+    epoch's mean loss."""
     device = next(model.parameters()).device
-    total = epochs * -(-images.shape[0] // batch_size)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min((step + 1) / warmup, (total - step) / max(total - warmup, 1)))
-    history = []
-    model.train()
-    with tqdm(total=total, disable=not progress, desc="training") as bar:
-        for _ in range(epochs):
-            order, losses = torch.randperm(images.shape[0], generator=generator), []
-            for rows in order.split(batch_size):
-                loss = F.cross_entropy(model(images[rows].to(device)), labels[rows].to(device))
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                scheduler.step()
-                losses.append(loss.detach())
-                bar.update(1)
-            history.append(torch.stack(losses).mean().item())
-    return history
+
+    def batches():  # an order per epoch, drawn when the epoch starts
+        return torch.randperm(images.shape[0], generator=generator).split(batch_size)
+
+    def loss(model, rows):
+        return F.cross_entropy(model(images[rows].to(device)), labels[rows].to(device))
+
+    return fit(model, batches, loss, steps_per_epoch=-(-images.shape[0] // batch_size),
+               epochs=epochs, lr=lr,
+               optimizer=functools.partial(torch.optim.AdamW, weight_decay=weight_decay),
+               schedule=WarmupLinearDecay(warmup), progress=progress)

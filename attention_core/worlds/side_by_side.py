@@ -1,11 +1,11 @@
 """Independent trainings side by side: one Python thread each, one CPU thread each.
 
 The chapters' models are small, so a training step is many short operations, and a second
-intra-op thread buys little (12% for chapter 10's captioner here). PyTorch's operations release
-the GIL while they compute, so two trainings in two Python threads, each on one CPU thread, keep
-both cores busy: 0.6-0.7 of the time of one after the other on a 2-core machine. A training that
-draws its batches from its own generator, and its other random numbers from the global one only
-if no other training draws from it, computes exactly what it computes alone on one thread.
+intra-op thread buys little. PyTorch's operations release the GIL while they compute, so two
+trainings in two Python threads, each on one CPU thread, keep two cores busy, and finish
+sooner than one after the other. A training that draws its batches from its own generator, and
+its other random numbers from the global one only if no other training draws from it, computes
+exactly what it computes alone on one thread.
 """
 from __future__ import annotations
 
@@ -15,12 +15,15 @@ from typing import TypeVar
 
 import torch
 
-from ..contracts import contract, positive_int
+from ..contracts import contract, positive_int, require
 
 T = TypeVar("T")
 
 
-@contract(workers=positive_int, total=positive_int)
+@contract(workers=positive_int, total=positive_int,
+          where=[require(lambda trainings: bool(trainings) and all(callable(t) for t in trainings),
+                         lambda trainings: f"trainings must be a non-empty sequence of "
+                         f"callables, got {trainings!r:.80}")])
 def side_by_side(trainings: Sequence[Callable[[Callable[[], None]], T]], *, total: int,
                  workers: int | None = None, desc: str = "training",
                  progress: bool = True) -> list[T]:
@@ -30,12 +33,9 @@ def side_by_side(trainings: Sequence[Callable[[Callable[[], None]], T]], *, tota
     ``tick()`` after every step; one progress bar (tqdm, display only) counts the ``total``
     steps of all of them and is drawn from the caller's thread, as Jupyter widgets expect.
     The first error raised by a training is raised here."""
-    from tqdm.auto import tqdm  # book tooling: imported only when training runs
+    from tqdm.auto import tqdm  # the book's extra: imported only when a model trains
 
     trainings = list(trainings)
-    if not trainings or not all(callable(t) for t in trainings):
-        raise ValueError(f"trainings must be a non-empty sequence of callables, got "
-                         f"{trainings!r:.80}")
     caller_threads = torch.get_num_threads()
     workers = min(len(trainings), caller_threads) if workers is None else workers
     done = [0] * len(trainings)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..contracts import contract, positive_int, require
 from ..attention import SelfAttention
+from ..contracts import contract, positive, positive_int, require
+from .training import fit
 
 
 @contract(batch=positive_int, n=positive_int,
@@ -21,11 +22,13 @@ def make_twins_batch(batch: int, n: int = 8, generator: torch.Generator | None =
     """(X, target, same): X (batch, n, n/2 + 1) is a one-hot symbol and a value per position,
     target (batch, n) the mean value of each position's pair, same (batch, n, n) True where
     two positions hold the same symbol. Drawn on the CPU, so every device gets the same data."""
-    symbols = torch.stack([torch.randperm(n, generator=generator) // 2 for _ in range(batch)])  # (batch, n)
-    values = torch.randn(batch, n, generator=generator)                                          # (batch, n)
-    X = torch.cat([nn.functional.one_hot(symbols, n // 2).float(), values[..., None]], dim=-1)   # (batch, n, n/2 + 1)
-    same = symbols[:, :, None] == symbols[:, None, :]                                             # (batch, n, n)
-    target = same.float() @ values[..., None] / 2                                                 # (batch, n, 1)
+    symbols = torch.stack([torch.randperm(n, generator=generator) // 2
+                           for _ in range(batch)])                       # (batch, n)
+    values = torch.randn(batch, n, generator=generator)                  # (batch, n)
+    X = torch.cat([nn.functional.one_hot(symbols, n // 2).float(),
+                   values[..., None]], dim=-1)                           # (batch, n, n/2 + 1)
+    same = symbols[:, :, None] == symbols[:, None, :]                    # (batch, n, n)
+    target = same.float() @ values[..., None] / 2                        # (batch, n, 1)
     return X.to(device), target.squeeze(-1).to(device), same.to(device)
 
 
@@ -42,19 +45,23 @@ class TwinsModel(nn.Module):
         return self.readout(Y).squeeze(-1)   # (batch, n): one number per position
 
 
-@contract(steps=positive_int, batch=positive_int)
+@contract(steps=positive_int, batch=positive_int, lr=positive)
 def fit_twins(model: TwinsModel, *, steps: int = 300, batch: int = 64, lr: float = 0.02,
               n: int = 8, generator: torch.Generator | None = None):
-    """Adam on the mean squared error, a fresh batch every step; returns the last batch's loss."""
+    """Adam on the mean squared error, a fresh batch every step (``fit``); returns the last
+    batch's loss."""
     device = next(model.parameters()).device
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    for _ in range(steps):
-        X, target, _ = make_twins_batch(batch, n, generator=generator, device=device)
-        loss = ((model(X) - target) ** 2).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return loss.item()
+    last = []  # the losses, kept on the device
+
+    def loss(model, data):
+        X, target, _ = data
+        return ((model(X) - target) ** 2).mean()
+
+    fit(model, lambda: (make_twins_batch(batch, n, generator=generator, device=device)
+                        for _ in range(steps)),
+        loss, steps_per_epoch=steps, lr=lr, progress=False,
+        on_step=lambda step, value: last.append(value))
+    return last[-1].item()
 
 
 def twin_weight(model: TwinsModel, X, same) -> float:

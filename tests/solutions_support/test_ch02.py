@@ -10,7 +10,8 @@ from attention_core.solutions_support.ch02 import kernel_scores_nd, nadaraya_wat
 @pytest.mark.parametrize("kernel", list(ac.KERNELS))
 def test_in_one_dimension_it_is_the_chapters_pooling(kernel):
     gen = torch.Generator().manual_seed(0)
-    x_train, y_train = torch.rand(30, generator=gen, dtype=torch.float64) * 5, torch.randn(30, generator=gen, dtype=torch.float64)
+    x_train = torch.rand(30, generator=gen, dtype=torch.float64) * 5
+    y_train = torch.randn(30, generator=gen, dtype=torch.float64)
     x_query = torch.linspace(0, 5, 40, dtype=torch.float64)
     torch.testing.assert_close(kernel_scores_nd(x_query[:, None], x_train[:, None], kernel, 0.7),
                                kernel_scores(x_query, x_train, kernel, 0.7))
@@ -25,7 +26,8 @@ def test_the_gaussian_in_two_dimensions_is_the_product_of_one_per_coordinate():
     x_train = torch.rand(25, 2, generator=gen, dtype=torch.float64)
     x_query = torch.rand(7, 2, generator=gen, dtype=torch.float64)
     scores = kernel_scores_nd(x_query, x_train, "gaussian", 0.3)
-    per_coordinate = sum(kernel_scores(x_query[:, c], x_train[:, c], "gaussian", 0.3) for c in range(2))
+    per_coordinate = sum(kernel_scores(x_query[:, c], x_train[:, c], "gaussian", 0.3)
+                         for c in range(2))
     torch.testing.assert_close(scores, per_coordinate)  # log of a product = sum of logs
     distance2 = ((x_query[:, None] - x_train[None]) ** 2).sum(-1)
     torch.testing.assert_close(scores, -distance2 / (2 * 0.3**2))

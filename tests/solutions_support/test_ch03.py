@@ -20,5 +20,6 @@ def test_the_count_does_not_depend_on_the_size_on_the_meta_device():
 
 def test_the_reshape_after_a_batched_product_is_not_counted():
     a, b = torch.randn(2, 3, 4), torch.randn(4, 5)
-    with_reshape = dispatched_ops(lambda: a @ b)  # matmul folds the batch into a 2-D mm, then unfolds
+    # matmul folds the batch into a 2-D mm, then unfolds it
+    with_reshape = dispatched_ops(lambda: a @ b)
     assert with_reshape == ["mm"]

@@ -3,11 +3,21 @@ import pytest
 import torch
 
 from attention_core.seq2seq import make_model
-from attention_core.solutions_support.ch04 import (BiGRUEncoder, VariantDecoder, length_buckets,
-                                                   make_time_corpus, make_variant, random_time,
-                                                   time_pair, time_token_kind, where_misses_land,
-                                                   where_time_tokens_look)
-from attention_core.worlds.translation import Pair, python_rng, teacher_forced_weights
+from attention_core.solutions_support.ch04 import (
+    BiGRUEncoder,
+    VariantDecoder,
+    length_buckets,
+    make_time_corpus,
+    make_variant,
+    random_time,
+    time_pair,
+    time_token_kind,
+    where_misses_land,
+    where_time_tokens_look,
+)
+from attention_core.worlds.corpus import Pair, join_items, number_pair, python_rng
+from attention_core.worlds.translation import teacher_forced_weights
+from attention_core.worlds.vocab import TranslationData
 
 
 def batch(generator_seed=0):
@@ -114,7 +124,6 @@ def test_every_random_time_is_valid_and_the_corpus_is_distinct_and_reproducible(
 
 
 def test_the_kinds_of_time_tokens():
-    from attention_core.worlds.translation import join_items, number_pair
     pair = join_items([time_pair(15, 45), number_pair(12), time_pair(9, 0)])
     kinds = [time_token_kind(pair, t) for t in range(len(pair.target))]
     assert kinds == ["period", "hour (to)", "点", "minutes (to)", "分", None, None, None, None,
@@ -132,7 +141,6 @@ def one_hot_on_truth(pairs, shift=0):
 
 
 def test_the_measures_count_hits_and_misses_to_the_right():
-    from attention_core.worlds.translation import number_pair
     pairs = [number_pair(412305), number_pair(17)]
     perfect = where_misses_land(one_hot_on_truth(pairs), pairs)
     assert perfect["word_hit"] == perfect["unit_hit"] == 1 and perfect["word_misses"] == 0
@@ -161,7 +169,6 @@ def test_length_buckets_count_right_sentences_per_bucket():
 
 
 def test_teacher_forced_weights_work_with_every_variant():
-    from attention_core.worlds.translation import TranslationData
     pairs = make_time_corpus(20, torch.Generator().manual_seed(0), max_items=2)
     data = TranslationData(pairs)
     model = make_variant(len(data.src_vocab), len(data.tgt_vocab), 8, 16, bidirectional=True,

@@ -1,11 +1,17 @@
-"""Chapter 8's solutions helper: a decoder-only translator (attention_core.solutions_support.ch08)."""
+"""Chapter 8's solutions helper: a decoder-only translator (solutions_support.ch08)."""
 import torch
 
-from attention_core.solutions_support.ch08 import (DecoderOnlyLM, chinese_to_english_weights,
-                                                   decoder_only_loss, joint_rows,
-                                                   joint_vocab_size, train_decoder_only,
-                                                   translate_decoder_only)
-from attention_core.worlds.translation import TranslationData, make_corpus
+from attention_core.solutions_support.ch08 import (
+    DecoderOnlyLM,
+    chinese_to_english_weights,
+    decoder_only_loss,
+    joint_rows,
+    joint_vocab_size,
+    train_decoder_only,
+    translate_decoder_only,
+)
+from attention_core.worlds.corpus import make_corpus
+from attention_core.worlds.vocab import TranslationData
 
 PAIRS = [(["one", "two", "three"], ["一", "二"]), (["four"], ["四", "五", "六"])]
 

@@ -1,4 +1,4 @@
-"""The twins world of chapter 5: its data, its model and a short training run."""
+"""The twins task of chapter 5: its data, its model and a short training run."""
 import pytest
 import torch
 
@@ -20,6 +20,7 @@ def test_odd_length_is_refused():
         make_twins_batch(2, n=7)
 
 
+@pytest.mark.slow
 def test_one_layer_learns_to_attend_to_the_twin():
     torch.manual_seed(0)
     model = TwinsModel()
