@@ -1,40 +1,52 @@
-"""Would a cheaper training recipe keep chapters 4, 8 and 10's claims? (Minutes each; not a test.)
+"""Would a cheaper training recipe keep chapters 4, 8 and 10's claims? (Not a test.)
 
-Trains a chapter's model(s) with the recipe given on the command line, outside the notebook,
-and checks what the chapter asserts about how well they learn (its assert cells' thresholds),
-with the training time beside it. Chapter 4's finer claims (where the misaligned weights fall,
-what beam search changes) are left to its notebook. A recipe that passes here still needs
-``bench/spread.py`` on the edited chapter, and a change to chapter 4's recipe also moves the
-weights the book ships (``worlds.pretrained``).
+Trains a chapter's model(s) with its recipe (``worlds.pretrained.RECIPES``), changed as the
+command line asks, outside the notebook, and checks what the chapter asserts about how well
+they learn (its assert cells' thresholds), with the training time beside it. Chapter 4's finer
+claims (where the misaligned weights fall, what beam search changes) are left to its notebook.
+A recipe that passes here still needs ``bench/spread.py`` on the edited chapter, and a change
+to a recipe also moves the weights the book ships (``worlds.pretrained``).
 
-    python bench/recipes.py ch4 [--epochs 4] [--hiddens 128] [--batch 128] [--lr 0.01]
-    python bench/recipes.py ch8 [--epochs 10] [--batch 128] [--lr 0.005] [--warmup 150]
-    python bench/recipes.py ch10 [--epochs 4] [--batch 32] [--lr 0.01]
+    python bench/recipes.py ch4 [--epochs N] [--hiddens N] [--batch N] [--lr X]
+    python bench/recipes.py ch8 [--epochs N] [--batch N] [--lr X] [--warmup N]
+    python bench/recipes.py ch10 [--epochs N] [--batch N] [--lr X]
 
 ch4 trains the plain and the attention model, each with the validation split scored after every
 epoch, as chapter 4's training cell does; ch8 trains the Transformer and compares it with the
 shipped Bahdanau weights, as chapter 8 does; ch10 trains the soft and the hard captioner side by
-side from one start, as chapter 10 does. The defaults are the chapters' own recipes.
+side from one start, as chapter 10 does. What the command line leaves out is the recipe's.
 """
 from __future__ import annotations
 
 import argparse
-import time
+import dataclasses
 
 import torch
 
-from attention_core.captioning import Captioner
-from attention_core.seq2seq import make_model
 from attention_core.solutions_support.ch04 import length_buckets
-from attention_core.transformer import make_transformer
-from attention_core.worlds.pretrained import load_model
-from attention_core.worlds.shapes import describe, make_scenes, train_captioners
-from attention_core.worlds.translation import (TranslationData, Vocab, alignment_accuracy, bleu,
-                                               exact_match, make_length_test, make_splits,
-                                               teacher_forced_weights, train_seq2seq, translate,
-                                               warmup_linear_decay)
+from attention_core.worlds.corpus import make_length_test
+from attention_core.worlds.metrics import alignment_accuracy, bleu, exact_match
+from attention_core.worlds.pretrained import (
+    RECIPES,
+    chapter4_corpus,
+    chapter10_scenes,
+    load_model,
+    train,
+)
+from attention_core.worlds.shapes import describe, make_scenes
+from attention_core.worlds.training import WarmupLinearDecay
+from attention_core.worlds.translation import teacher_forced_weights, translate
 
-DEFAULTS = {"ch4": (4, 128, 0.01), "ch8": (10, 128, 0.005), "ch10": (4, 32, 0.01)}  # the chapters'
+RECIPE = {"ch4": "attention", "ch8": "transformer", "ch10": "captioners"}  # ch4: plain's too
+
+
+def changed(name, args, **model):
+    """``name``'s recipe with the command line's epochs, batch size and rate, and ``model``'s
+    arguments."""
+    recipe = RECIPES[name]
+    asked = dict(epochs=args.epochs, batch_size=args.batch, lr=args.lr)
+    training = {**recipe.training, **{k: v for k, v in asked.items() if v is not None}}
+    return dataclasses.replace(recipe, model={**recipe.model, **model}, training=training)
 
 
 def bucket_em(model, data, by_length):
@@ -47,24 +59,19 @@ def check(name, ok):
     return ok
 
 
-def chapter4(args, data, train, valid, test, by_length):
+def chapter4(args, data, train_pairs, valid, test, by_length):
     valid_refs, refs = [p.target for p in valid], [p.target for p in test]
     models, losses, valid_em, seconds = {}, {}, {}, {}
     for kind in ("plain", "attention"):
-        torch.manual_seed(0)
-        models[kind] = make_model(kind, len(data.src_vocab), len(data.tgt_vocab), embed_size=32,
-                                  num_hiddens=args.hiddens)
+        hiddens = {} if args.hiddens is None else dict(num_hiddens=args.hiddens)
         valid_em[kind] = []
 
         def validate(epoch, model, kind=kind):
             valid_em[kind].append(exact_match(translate(model, data, valid), valid_refs))
 
-        start = time.perf_counter()
-        losses[kind] = train_seq2seq(models[kind], data, train, epochs=args.epochs,
-                                     batch_size=args.batch, lr=args.lr, progress=False,
-                                     generator=torch.Generator().manual_seed(0),
-                                     on_epoch_end=validate)
-        seconds[kind] = time.perf_counter() - start
+        (models[kind],), (losses[kind],), seconds[kind] = train(
+            changed(kind, args, **hiddens), (data, train_pairs), progress=False,
+            on_epoch_end=validate)
     for kind in models:
         print(f"{kind:>9}: {seconds[kind]:5.1f} s, losses {[round(x, 4) for x in losses[kind]]}, "
               f"valid EM {[f'{e:.1%}' for e in valid_em[kind]]}")
@@ -90,24 +97,20 @@ def chapter4(args, data, train, valid, test, by_length):
                check("the plain model's longest bucket 50 points under its shortest",
                      buckets["plain"][0] > buckets["plain"][-1] + 0.5),
                check("alignment accuracy 60% or more", alignment >= 0.6)]
-    if args.epochs == 4:  # the chapter's claims about the gains of its four epochs
-        gains = [b - a for a, b in zip(att, att[1:])]
+    if len(att) == 4:  # the chapter's claims about the gains of its four epochs
+        gains = [b - a for a, b in zip(att, att[1:], strict=False)]
         results.append(check("the gains shrink: +15 points or more, then at most +10, +4",
                              gains[0] >= 0.15 and gains[1] <= 0.1 and gains[2] <= 0.04))
     return sum(seconds.values()), all(results)
 
 
-def chapter8(args, data, train, valid, test, by_length):
+def chapter8(args, data, train_pairs, valid, test, by_length):
     refs = [p.target for p in test]
-    total = args.epochs * -(-len(train) // args.batch)
-    torch.manual_seed(0)
-    model = make_transformer(len(data.src_vocab), len(data.tgt_vocab), num_hiddens=64,
-                             ffn_num_hiddens=128, num_heads=4, num_blks=2)
-    start = time.perf_counter()
-    losses = train_seq2seq(model, data, train, epochs=args.epochs, batch_size=args.batch,
-                           lr=args.lr, schedule=warmup_linear_decay(min(args.warmup, total - 1)),
-                           generator=torch.Generator().manual_seed(0), progress=False)
-    seconds = time.perf_counter() - start
+    recipe = changed("transformer", args)
+    total = recipe.training["epochs"] * -(-len(train_pairs) // recipe.training["batch_size"])
+    warmup = recipe.training["schedule"].warmup if args.warmup is None else args.warmup
+    recipe.training["schedule"] = WarmupLinearDecay(min(warmup, total - 1))  # a short run too
+    (model,), (losses,), seconds = train(recipe, (data, train_pairs), progress=False)
     em = exact_match(translate(model, data, test), refs)
     buckets = bucket_em(model, data, by_length)
     bahdanau = bucket_em(load_model("bahdanau", data)[0], data, by_length)
@@ -122,22 +125,14 @@ def chapter8(args, data, train, valid, test, by_length):
 
 
 def chapter10(args):
-    train = make_scenes(8000, torch.Generator().manual_seed(0), size=32, radius=4)
+    scenes, vocab = chapter10_scenes()
     test = make_scenes(1000, torch.Generator().manual_seed(1), size=32, radius=4)
-    vocab = Vocab(train.captions)
-    torch.manual_seed(0)
-    soft = Captioner(len(vocab), embed_size=32, num_hiddens=96, image_size=32)
-    hard = Captioner(len(vocab), embed_size=32, num_hiddens=96, image_size=32, hard=True)
-    hard.load_state_dict(soft.state_dict())
-    torch.manual_seed(0)  # the hard captioner's draws of cells
-    start = time.perf_counter()
-    losses, hard_losses = train_captioners([soft, hard], train, vocab, seed=0, epochs=args.epochs,
-                                           batch_size=args.batch, lr=args.lr, progress=False)
-    seconds = time.perf_counter() - start
+    (soft, hard), (losses, hard_losses), seconds = train(changed("captioners", args),
+                                                         (scenes, vocab), progress=False)
     exact = {}
     for kind, model in (("soft", soft), ("hard", hard)):
         captions, _ = describe(model, test, vocab)
-        exact[kind] = sum(c == t for c, t in zip(captions, test.captions)) / len(test)
+        exact[kind] = sum(c == t for c, t in zip(captions, test.captions, strict=True)) / len(test)
     print(f"captioners: {seconds:.1f} s side by side; soft losses {[round(x, 4) for x in losses]}, "
           f"exact {exact['soft']:.1%}; hard losses {[round(x, 4) for x in hard_losses]}, exact "
           f"{exact['hard']:.1%}")
@@ -151,29 +146,26 @@ def chapter10(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("chapter", choices=("ch4", "ch8", "ch10"))
+    p.add_argument("chapter", choices=tuple(RECIPE))
     p.add_argument("--epochs", type=int)
-    p.add_argument("--hiddens", type=int, default=128, help="ch4: the GRUs' width")
+    p.add_argument("--hiddens", type=int, help="ch4: the GRUs' width")
     p.add_argument("--batch", type=int)
     p.add_argument("--lr", type=float)
-    p.add_argument("--warmup", type=int, default=150, help="ch8: warmup steps")
+    p.add_argument("--warmup", type=int, help="ch8: warmup steps")
     args = p.parse_args()
-    epochs, batch, lr = DEFAULTS[args.chapter]
-    args.epochs, args.batch, args.lr = args.epochs or epochs, args.batch or batch, args.lr or lr
-    shown = {"ch4": ("epochs", "hiddens", "batch", "lr"), "ch10": ("epochs", "batch", "lr"),
-             "ch8": ("epochs", "batch", "lr", "warmup")}[args.chapter]
-    print(f"{args.chapter}: " + ", ".join(f"{k} {getattr(args, k)}" for k in shown)
-          + f"; {torch.get_num_threads()} threads")
+    recipe = RECIPES[RECIPE[args.chapter]]
+    print(f"{args.chapter}: {changed(RECIPE[args.chapter], args)} (the recipe: {recipe}); "
+          f"{torch.get_num_threads()} threads")
     if args.chapter == "ch10":
         seconds, passed = chapter10(args)
     else:
-        train, valid, test = make_splits(n_train=20000, n_valid=1000, n_test=1000,
-                                         generator=torch.Generator().manual_seed(0))
+        data, train_pairs, valid, test = chapter4_corpus()
         by_length = make_length_test(per_items=200, generator=torch.Generator().manual_seed(1),
-                                     exclude=[p.source for p in train])
+                                     exclude=[p.source for p in train_pairs])
         run = chapter4 if args.chapter == "ch4" else chapter8
-        seconds, passed = run(args, TranslationData(train), train, valid, test, by_length)
+        seconds, passed = run(args, data, train_pairs, valid, test, by_length)
     print(f"training {seconds:.0f} s; the chapter's claims {'hold' if passed else 'DO NOT hold'}")
+
 
 if __name__ == "__main__":
     main()
