@@ -136,7 +136,7 @@ def weights_script(name: str, directory=None) -> str:
     """The script file the page loads on first use, from the shipped model ``name``
     (``worlds.pretrained``): it registers the model's payload in ``window.acModels``."""
     record = shipped_record(name, directory=directory)
-    heads = RECIPES[name][1].get("num_heads", 1)
+    heads = RECIPES[name].model.get("num_heads", 1)
     payload = json.dumps(weights_payload(name, record["state_dict"], record["src_itos"],
                                          record["tgt_itos"], heads), separators=(",", ":"))
     return f"(window.acModels = window.acModels || {{}})[{json.dumps(name)}] = {payload};\n"
