@@ -29,16 +29,26 @@ Arguments keep one name and one order: ``num_hiddens, num_heads, dropout``; inpu
 lengths are ``valid_lens``; randomness is passed as ``generator=`` (a torch.Generator).
 Masks are boolean, True where a query may attend to a key (torch SDPA's polarity).
 """
-from .attention import (BACKENDS, AdditiveAttention, DotProductAttention, ScoredAttention,
-                        SelfAttention, attend)
-from .runtime import get_device, set_seed
+from . import triton_attention  # noqa: F401  registers attend's "triton" backend, imports no triton
+from .attention import (
+    BACKENDS,
+    AdditiveAttention,
+    DotProductAttention,
+    ScoredAttention,
+    SelfAttention,
+    attend,
+)
 from .efficient import chunked_attention, linear_attention, online_softmax, sliding_window_attention
-from . import triton_attention  # registers attend's "triton" backend; imports no triton
 from .masking import causal_mask, masked_softmax, valid_lens_to_mask
 from .multihead import MultiHeadAttention
 from .pooling import KERNELS, NWKernelRegression, nadaraya_watson
-from .positional import (LearnedPositionalEncoding, PositionalEncoding, RotaryEmbedding,
-                         sinusoidal_table)
+from .positional import (
+    LearnedPositionalEncoding,
+    PositionalEncoding,
+    RotaryEmbedding,
+    sinusoidal_table,
+)
+from .runtime import get_device, set_seed
 
 __all__ = [
     "AdditiveAttention", "BACKENDS", "chunked_attention", "linear_attention", "online_softmax",

@@ -18,15 +18,25 @@ that broadcast included, and gives its result on every backend.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
-import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .contracts import (broadcast_like_torch, contract, grouped_heads, in_features, instance_of,
-                        leading_shapes, lengths, one_of, positive_int, probability, require,
-                        scores_mask)
+from .contracts import (
+    broadcast_like_torch,
+    contract,
+    grouped_heads,
+    in_features,
+    instance_of,
+    leading_shapes,
+    lengths,
+    one_of,
+    positive_int,
+    probability,
+    require,
+    scores_mask,
+)
 from .masking import causal_mask, masked_softmax, padding_mask
 from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
 
@@ -219,9 +229,9 @@ class AdditiveAttention(nn.Module):
         def score(q, k):
             return additive_scores(self.W_q, self.W_k, self.w_v, q, k, projected_keys)
 
-        out, self.attention_weights = math_attention(queries, keys, values,
-                                                     padding_mask(valid_lens, queries, keys.shape[1]),
-                                                     score=score, dropout_p=dropout_p(self))
+        mask = padding_mask(valid_lens, queries, keys.shape[1])          # (B, 1 or n_q, n_k)
+        out, self.attention_weights = math_attention(queries, keys, values, mask, score=score,
+                                                     dropout_p=dropout_p(self))
         return out
 
 
@@ -245,8 +255,8 @@ class ScoredAttention(nn.Module):
     @contract(queries="B n_q d_q", keys="B n_k d_k", values="B n_k d_v", valid_lens=lengths())
     def forward(self, queries, keys, values, valid_lens=None):
         # the score's own contract checks the sizes it needs (d_q == d_k, or its weights')
-        out, self.attention_weights = math_attention(queries, keys, values,
-                                                     padding_mask(valid_lens, queries, keys.shape[1]),
+        mask = padding_mask(valid_lens, queries, keys.shape[1])          # (B, 1 or n_q, n_k)
+        out, self.attention_weights = math_attention(queries, keys, values, mask,
                                                      score=self.score, dropout_p=dropout_p(self))
         return out
 

@@ -9,9 +9,10 @@ a GRU reads it with the previous word. Its initial state is tanh(W mean_i a_i), 
 
 Greedy captions come from ``decoding.greedy_decode(model, images, None, bos, eos)`` (no
 lengths: every cell is there), with each word's attention over the grid. Training
-(``worlds.shapes.caption_loss``) adds the paper's doubly stochastic penalty, lam * sum_i (1 - sum_t alpha_ti)^2 over
-the grid cells i: summed over the caption, each cell's attention should come near one, so that
-over the caption the model looks at every part of the image rather than at one cell each time.
+(``worlds.shapes.caption_loss``) adds the paper's doubly stochastic penalty,
+lam * sum_i (1 - sum_t alpha_ti)^2 over the grid cells i: summed over the caption, each cell's
+attention should come near one, so that over the caption the model looks at every part of the
+image rather than at one cell each time.
 """
 from __future__ import annotations
 

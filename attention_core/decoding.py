@@ -16,8 +16,7 @@ import dataclasses
 
 import torch
 
-from .contracts import (contract, instance_of, lengths, non_negative, positive_int, require,
-                        tensor)
+from .contracts import contract, instance_of, lengths, non_negative, positive_int, require, tensor
 
 __all__ = ["DecoderState", "evaluating", "start", "greedy_decode", "beam_search",
            "sequence_log_prob", "decoder_input"]
@@ -36,7 +35,7 @@ class DecoderState:
     unless the field's metadata says otherwise: ``field(metadata={"batch_dim": 1})``.
     Lists and tuples (a KV cache, one entry per layer) are followed inside."""
 
-    def reorder(self, index: torch.Tensor) -> "DecoderState":
+    def reorder(self, index: torch.Tensor) -> DecoderState:
         """The state of batch rows ``index`` (B',): for beam search, which keeps the rows of
         the hypotheses it extends, some of them more than once."""
         return dataclasses.replace(self, **{
@@ -123,8 +122,9 @@ def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int =
     with evaluating(model):
         state = start.__wrapped__(model, src, torch.as_tensor(src_valid_lens).reshape(1))
         beams, finished = [([], 0.0)], []  # (tokens, log-probability)
-        for step in range(1, max_len + 1):
-            last = torch.tensor([[toks[-1] if toks else bos] for toks, _ in beams], device=src.device)
+        for _ in range(max_len):
+            last = torch.tensor([[toks[-1] if toks else bos] for toks, _ in beams],
+                                device=src.device)                               # (beams, 1)
             logits, state = model.decoder(last, state)
             log_probs = torch.tensor([lp for _, lp in beams], device=src.device)[:, None] \
                 + torch.log_softmax(logits[:, -1].float(), -1)                  # (beams, vocab)

@@ -23,7 +23,7 @@ import torch
 from torch.nn import functional as F
 
 from .attention import BACKENDS, share_kv_heads
-from .contracts import (contract, grouped_heads, lengths, positive_int, require, scores_mask)
+from .contracts import contract, grouped_heads, lengths, positive_int, require, scores_mask
 from .masking import masked_softmax, padding_mask
 
 __all__ = ["softmax_statistics", "online_softmax", "chunked_attention",
@@ -280,7 +280,8 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
 def linear_attention(queries, keys, values, *, is_causal: bool = False, chunk_size: int = 64,
                      eps: float = 1e-6) -> torch.Tensor:
     """queries (B, *h, n_q, d), keys (B, *h_kv, n_k, d), values (B, *h_kv, n_k, d_v) -> (B, *h,
-    n_q, d_v): attention with the kernel phi(q).phi(k), phi = elu + 1, in place of exp(q.k / sqrt(d)):
+    n_q, d_v): attention with the kernel phi(q).phi(k), phi = elu + 1, in place of
+    exp(q.k / sqrt(d)):
     out_i = phi(q_i)^T S / phi(q_i)^T z with S = sum_j phi(k_j) v_j^T and z = sum_j phi(k_j),
     over all j (or j <= i when causal). S is (d, d_v): the cost is O(n d d_v), linear in n.
     Causal attention carries S and z from chunk to chunk and is exact within each chunk.

@@ -10,8 +10,7 @@ import torch
 from torch import nn
 
 from .attention import dropout_p, math_attention, sdpa_attention
-from .contracts import (contract, in_features, lengths, positive_int, probability,
-                        require, tensor)
+from .contracts import contract, in_features, lengths, positive_int, probability, require, tensor
 from .masking import padding_mask
 from .scoring import linear
 
@@ -52,7 +51,8 @@ class MultiHeadAttention(nn.Module):
               num_kv_heads=positive_int, query_size=positive_int, key_size=positive_int,
               value_size=positive_int,
               where=[require(lambda num_hiddens, num_heads: num_hiddens % num_heads == 0,
-                             lambda d, h: f"num_hiddens ({d}) must be divisible by num_heads ({h})"),
+                             lambda d, h: f"num_hiddens ({d}) must be divisible by num_heads "
+                             f"({h})"),
                      require(lambda num_kv_heads, num_heads: num_kv_heads is None
                              or num_heads % num_kv_heads == 0,
                              lambda h_kv, h: f"num_kv_heads ({h_kv}) must divide num_heads ({h}): "

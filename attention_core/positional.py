@@ -26,7 +26,8 @@ def _beyond_max_len(self, X, offset) -> str:
 
 
 EVEN = require(lambda num_hiddens: num_hiddens % 2 == 0,
-               lambda d: f"num_hiddens must be even (sine and cosine columns come in pairs), got {d}")
+               lambda d: f"num_hiddens must be even (sine and cosine columns come in pairs), "
+               f"got {d}")
 
 
 @contract(max_len=positive_int, num_hiddens=positive_int,
@@ -138,8 +139,9 @@ class RotaryEmbedding(nn.Module):
     (the size of each query or key vector, per head) must be even.
     """
 
-    @contract(num_hiddens=positive_int, where=[
-        EVEN, require(lambda base: base > 1, lambda base: f"base must be greater than 1, got {base}")])
+    @contract(num_hiddens=positive_int,
+              where=[EVEN, require(lambda base: base > 1,
+                                   lambda base: f"base must be greater than 1, got {base}")])
     def __init__(self, num_hiddens: int, base: float = 10000.0):
         super().__init__()
         self.num_hiddens, self.base = num_hiddens, base

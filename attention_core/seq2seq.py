@@ -174,6 +174,7 @@ def make_model(kind: str, src_vocab: int, tgt_vocab: int, embed_size: int = 32,
     """kind "plain" or "attention": a GRU encoder with the matching decoder."""
     encoder = GRUEncoder(src_vocab, embed_size, num_hiddens, num_layers, dropout)
     if kind == "plain":
-        return EncoderDecoder(encoder, PlainDecoder(tgt_vocab, embed_size, num_hiddens, num_layers, dropout))
+        return EncoderDecoder(encoder, PlainDecoder(tgt_vocab, embed_size, num_hiddens, num_layers,
+                                                    dropout))
     return EncoderDecoder(encoder, AttentionDecoder(tgt_vocab, embed_size, num_hiddens, num_layers,
                                                     dropout, attention_size))

@@ -23,8 +23,7 @@ import math
 import torch
 from torch import nn
 
-from .contracts import (contract, instance_of, lengths, positive_int, probability, require,
-                        tensor)
+from .contracts import contract, instance_of, lengths, positive_int, probability, require, tensor
 from .decoding import DecoderState
 from .masking import padding_mask
 from .multihead import MultiHeadAttention
@@ -44,7 +43,8 @@ class PositionWiseFFN(nn.Module):
     a block)."""
 
     @contract(ffn_num_hiddens=positive_int, ffn_num_outputs=positive_int, input_size=positive_int)
-    def __init__(self, ffn_num_hiddens: int, ffn_num_outputs: int, *, input_size: int | None = None):
+    def __init__(self, ffn_num_hiddens: int, ffn_num_outputs: int, *,
+                 input_size: int | None = None):
         super().__init__()
         self.dense1 = nn.Linear(input_size or ffn_num_outputs, ffn_num_hiddens)
         self.relu = nn.ReLU()
@@ -295,7 +295,7 @@ class TransformerDecoder(nn.Module):
                                                                   "init_state)"),
               where=[require(_cache_agrees, _cache_disagrees)])
     def forward(self, tokens, state: TransformerState):
-        X = self.pos_encoding(self.embedding(tokens), state.offset)  # positions offset, offset + 1, ...
+        X = self.pos_encoding(self.embedding(tokens), state.offset)  # from position t = offset
         self_kv = []
         for blk, cross_kv, cache in zip(self.blks, state.cross_kv, state.self_kv):
             X, kv = blk(X, cross_kv, state.valid_lens, cache)

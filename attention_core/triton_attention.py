@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Optional
 
 import torch
 
@@ -236,7 +235,7 @@ def _launch(queries, keys, values, mask, is_causal, scale, block_m, block_n):
 # ---- one differentiable operator: the Triton forward, the PyTorch tile-loop backward ----------
 @torch.library.custom_op("attention_core::flash_attention", mutates_args=())
 def _flash_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                     mask: Optional[torch.Tensor], is_causal: bool, scale: float,
+                     mask: torch.Tensor | None, is_causal: bool, scale: float,
                      block_m: int, block_n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return _launch(queries, keys, values, mask, is_causal, scale, block_m, block_n)
 

@@ -77,7 +77,8 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
         usable &= mask.expand(-1, queries.shape[1], -1).gather(2, safe)
     rows = torch.arange(keys.shape[0], device=keys.device)[:, None, None]
     k_win, v_win = keys[rows, safe], values[rows, safe]          # (B, n_q, 2D+1, d or d_v)
-    scores = (queries.unsqueeze(2) @ k_win.transpose(-2, -1)).squeeze(2) / math.sqrt(queries.shape[-1])
+    scores = (queries.unsqueeze(2) @ k_win.transpose(-2, -1)).squeeze(2)    # (B, n_q, 2D+1)
+    scores = scores / math.sqrt(queries.shape[-1])
     weights = masked_softmax.__wrapped__(scores, mask=usable)      # (B, n_q, 2D+1)
     if gaussian:
         sigma = window / 2
@@ -120,10 +121,12 @@ class LocalAttention(nn.Module):
         batch, n_q, n_k = queries.shape[0], queries.shape[1], keys.shape[1]
         mask = padding_mask(valid_lens, queries, n_k)             # (B, 1 or n_q, n_k)
         if centers is None and self.mode == "m":  # p_t = t
-            centers = torch.arange(n_q, device=queries.device, dtype=queries.dtype).expand(batch, n_q)
+            centers = torch.arange(n_q, device=queries.device, dtype=queries.dtype)
+            centers = centers.expand(batch, n_q)
         elif centers is None:
             # the source length S of each sentence (its valid length, else n_k)
-            S = mask.sum(-1).to(queries.dtype) if mask is not None else queries.new_full((batch, 1), n_k)
+            S = (mask.sum(-1).to(queries.dtype) if mask is not None
+                 else queries.new_full((batch, 1), n_k))
             centers = self.predict_centers(queries, S - 1)
         out, self.attention_weights, self.positions = local_attention.__wrapped__(
             queries, keys, values, centers, self.window, gaussian=self.mode == "p", mask=mask)
