@@ -24,6 +24,7 @@ from built_site import HTML, ROOT
 
 from attention_core.book.bilingual import pick
 from attention_core.book.pdf_document import toc_entries
+from attention_core.book.pdf_page import TEXT
 
 OUT = Path(os.environ.get("BOOK_PDF", ROOT / "_build" / "pdf")).resolve()
 PDF = {lang: OUT / f"attention-{lang}.pdf" for lang in ("en", "zh")}
@@ -194,8 +195,6 @@ def prose_samples() -> list[tuple[str, str, str]]:
 @needs_pdfs
 def test_the_playground_prints_as_a_note_not_as_an_empty_figure():
     """Chapter 3's attention playground computes in the page; on paper a note says where it is."""
-    from attention_core.book.pdf import TEXT
-
     for lang in PDF:
         letters = (lambda s: "".join(CJK.findall(s))) if lang == "zh" else \
             (lambda s: re.sub(r"[^A-Za-z]+", "", s))  # line-end hyphens and breaks drop out
