@@ -16,8 +16,6 @@ import logging
 import torch
 
 import attention_core as ac
-from attention_core.attention import math_attention
-from attention_core.masking import padding_mask
 
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # CPU-only CUDA builds
 from torch.utils import benchmark  # noqa: E402
@@ -42,7 +40,8 @@ def cases(device):
            lambda: dot(q, k, v, lens),
            lambda: type(dot).forward.__wrapped__(dot, q, k, v, lens))
 
-    mha = ac.MultiHeadAttention(512, 8, query_size=512, key_size=512, value_size=512).to(device).eval()
+    mha = ac.MultiHeadAttention(512, 8, query_size=512, key_size=512,
+                                value_size=512).to(device).eval()
     x = randn(8, 512, 512)
 
     yield ("MultiHeadAttention (fused), 8 x 512 x 512, 8 heads",
@@ -95,7 +94,8 @@ def main():
                     timer = benchmark.Timer(stmt="fn()", globals={"fn": fn},
                                             num_threads=torch.get_num_threads())
                     timer.timeit(3)
-                    blocks = timer.blocked_autorange(min_run_time=args.min_run_time / args.rounds).times
+                    blocks = timer.blocked_autorange(
+                        min_run_time=args.min_run_time / args.rounds).times
                     times[k] = min(times[k], min(blocks))
             print(f"{name:<52} {times[0] * 1e6:8.1f}us {times[1] * 1e6:8.1f}us   "
                   f"{times[0] / times[1]:.3f}x")

@@ -1,14 +1,15 @@
 """One decoding step of grouped-query attention against a long cache: time and memory as
 ratios to ordinary multi-head attention, measured in one run (not a test: timings flake).
 
-    python bench/bench_gqa.py [--device cuda] [--batch 4] [--context 4096] [--hidden 1024] [--heads 16]
+    python bench/bench_gqa.py [--device cuda] [--batch 4] [--context 4096]
+                              [--hidden 1024] [--heads 16]
 
 A decoder that has cached the keys and values of ``context`` tokens generates one more: it
 projects the new token, appends its key and value to the cache, and attends from one query to
 context + 1 keys, then applies W_o. Appending is a concatenation, which copies the cache, as a
-simple cache does; either way the step touches every cached byte. The cache is (B, num_kv_heads, n, d_head) for keys and
-values alike, so its bytes fall by num_heads / num_kv_heads; the step reads all of it, so its
-time falls with it once the cache, not the projections, dominates.
+simple cache does; either way the step touches every cached byte. The cache is (B, num_kv_heads,
+n, d_head) for keys and values alike, so its bytes fall by num_heads / num_kv_heads; the step
+reads all of it, so its time falls with it once the cache, not the projections, dominates.
 """
 from __future__ import annotations
 

@@ -67,8 +67,10 @@ def main():
           f"{args.batch}, {args.layers} layers, hidden {args.hidden}, {args.heads} heads, "
           f"{args.steps} generated tokens")
     print("the first 32 tokens agree with and without the cache")
-    print(f"  with cache:    {times[True]:.2f} s ({times[True] / args.steps * 1e3:.1f} ms per token)")
-    print(f"  without cache: {times[False]:.2f} s ({times[False] / args.steps * 1e3:.1f} ms per token)")
+    print(f"  with cache:    {times[True]:.2f} s "
+          f"({times[True] / args.steps * 1e3:.1f} ms per token)")
+    print(f"  without cache: {times[False]:.2f} s "
+          f"({times[False] / args.steps * 1e3:.1f} ms per token)")
     print(f"  without / with = {times[False] / times[True]:.1f}x   (target >= 3)")
 
 

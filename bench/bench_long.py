@@ -38,9 +38,11 @@ def band():
     i = torch.arange(n)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=(i[:, None] - i).abs() <= 128)
 def padding():
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(1, 1, 1, n, dtype=torch.bool))
+    return F.scaled_dot_product_attention(q, k, v,
+                                          attn_mask=torch.ones(1, 1, 1, n, dtype=torch.bool))
 def dense_mask():
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(n, n, dtype=torch.bool).tril())
+    return F.scaled_dot_product_attention(q, k, v,
+                                          attn_mask=torch.ones(n, n, dtype=torch.bool).tril())
 def backward(forward):  # forward + backward, as in training
     def run():
         for t in (q, k, v):
@@ -150,21 +152,26 @@ def main():
     row("SDPA, forward + backward", "sdpa_fb", 16384, 0)
     row("naive autograd, forward + backward", "naive_fb", 16384, 0)
     print(f"  chunked forward + backward at 16k: +{cm['mb']:.0f} MB (target <= 128)")
-    sw, band = row("sliding window +-128", "sliding", 16384), row("dense band mask +-128 (SDPA)", "band", 16384, 0)
-    print(f"  sliding window: {sw['s']:.3f} s (target <= 0.3), +{sw['mb']:.0f} MB (target <= 64); "
-          f"band mask {band['s'] / sw['s']:.0f}x slower")
-    for label, what in (("SDPA, is_causal", "causal"), ("SDPA, (B, 1, 1, n) padding mask", "padding"),
+    sw, band = (row("sliding window +-128", "sliding", 16384),
+                row("dense band mask +-128 (SDPA)", "band", 16384, 0))
+    print(f"  sliding window: {sw['s']:.3f} s (target <= 0.3), +{sw['mb']:.0f} MB "
+          f"(target <= 64); band mask {band['s'] / sw['s']:.0f}x slower")
+    for label, what in (("SDPA, is_causal", "causal"),
+                        ("SDPA, (B, 1, 1, n) padding mask", "padding"),
                         ("SDPA, dense (n, n) boolean mask", "dense_mask")):
         row(label, what, 16384, 1)
-    out = subprocess.run([sys.executable, "-c", TRITON_CASE], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", TRITON_CASE], capture_output=True, text=True,
+                         check=True)
     print(out.stdout.strip())
     if args.cuda:
-        out = subprocess.run([sys.executable, "-c", CUDA_CASE], capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", CUDA_CASE], capture_output=True, text=True,
+                             check=True)
         print("CUDA, 16 heads, d = 64, float16, causal: Triton kernel vs SDPA's flash backend")
         for r in json.loads(out.stdout.strip().splitlines()[-1]):
             t, f = r["triton"], r["flash"]
-            print(f"  n={r['n']:>6}  triton {t['ms']:7.3f} ms +{t['mb']:7.1f} MB   flash {f['ms']:7.3f} ms "
-                  f"+{f['mb']:7.1f} MB   time ratio {t['ms'] / f['ms']:.2f}x")
+            print(f"  n={r['n']:>6}  triton {t['ms']:7.3f} ms +{t['mb']:7.1f} MB   "
+                  f"flash {f['ms']:7.3f} ms +{f['mb']:7.1f} MB   "
+                  f"time ratio {t['ms'] / f['ms']:.2f}x")
 
 
 if __name__ == "__main__":

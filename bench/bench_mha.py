@@ -32,7 +32,8 @@ def build(hidden, heads, device):
     with torch.no_grad():  # one set of weights for all three
         W_q, W_k, W_v = ref.in_proj_weight.chunk(3)
         for mine, d2ls, w in ((ours.W_q, theirs.W_q, W_q), (ours.W_k, theirs.W_k, W_k),
-                              (ours.W_v, theirs.W_v, W_v), (ours.W_o, theirs.W_o, ref.out_proj.weight)):
+                              (ours.W_v, theirs.W_v, W_v),
+                              (ours.W_o, theirs.W_o, ref.out_proj.weight)):
             mine.weight.copy_(w)
             d2ls.weight.copy_(w)
     return {"attention_core": lambda x: ours(x, x, x),
@@ -83,7 +84,8 @@ def main():
         torch.testing.assert_close(out["attention_core"], out[name], atol=1e-4, rtol=1e-4)
 
     print(f"device {device}, threads {torch.get_num_threads()}, torch {torch.__version__}; "
-          f"batch {args.batch}, {args.tokens} tokens, hidden {args.hidden}, {args.heads} heads, float32")
+          f"batch {args.batch}, {args.tokens} tokens, hidden {args.hidden}, {args.heads} heads, "
+          f"float32")
     print("outputs agree (1e-4) across all three")
     for phase, backward in (("forward (no grad)", False), ("forward + backward", True)):
         for m in modules:
@@ -95,7 +97,8 @@ def main():
         for name, t in times.items():
             print(f"  {name:>15}: {t * 1e3:8.1f} ms")
         print(f"  attention_core / torch = {ours / times['torch']:.2f}x   (target <= 1.10)")
-        print(f"  d2l / attention_core   = {times['d2l'] / ours:.2f}x   (target >= 1.70 for no-grad)")
+        print(f"  d2l / attention_core   = {times['d2l'] / ours:.2f}x   "
+              f"(target >= 1.70 for no-grad)")
 
 
 if __name__ == "__main__":

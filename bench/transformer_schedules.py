@@ -17,10 +17,17 @@ import torch
 
 from attention_core.decoding import greedy_decode
 from attention_core.transformer import make_transformer
-from attention_core.worlds.translation import (TranslationData, bleu, exact_match,
-                                               inverse_sqrt_warmup, linear_decay,
-                                               make_length_test, make_splits, train_seq2seq,
-                                               warmup_linear_decay)
+from attention_core.worlds.translation import (
+    TranslationData,
+    bleu,
+    exact_match,
+    inverse_sqrt_warmup,
+    linear_decay,
+    make_length_test,
+    make_splits,
+    train_seq2seq,
+    warmup_linear_decay,
+)
 
 RUNS = {  # name: (norm_first, schedule, label_smoothing)
     "post-linear": (False, warmup_linear_decay(150), 0.0),

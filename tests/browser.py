@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium")
+            or shutil.which("chromium-browser"))
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--disable-quic"]
 

@@ -43,7 +43,8 @@ def markdown_sources(path):
 
 def test_every_chapter_notebook_is_in_the_toc():
     on_disk = set((ROOT / "chapters").glob("*.ipynb")) | set((ROOT / "solutions").glob("*.ipynb"))
-    assert on_disk == set(NOTEBOOKS), "a notebook in chapters/ or solutions/ is missing from _toc.yml"
+    assert on_disk == set(NOTEBOOKS), \
+        "a notebook in chapters/ or solutions/ is missing from _toc.yml"
     assert NOTEBOOKS, "the book has no chapter"
 
 
@@ -147,7 +148,8 @@ def test_glossary_terms_avoided_in_chapters():
 
 # Words about the test suite, not about attention. Prose and the comments a reader meets
 # (outside folded check cells) never use them; book/checks.md explains how the book checks itself.
-APPARATUS = re.compile(r"nbval|\bbench/|\btests/|\btest_\w+\(|\(asserted\)|\basserts?\b|CPU settings"
+APPARATUS = re.compile(r"nbval|\bbench/|\btests/|\btest_\w+\(|\(asserted\)|\basserts?\b"
+                       r"|CPU settings"
                        r"|portable kernels?|native kernels?|ATEN_CPU|OMP_NUM_THREADS|spread\.py"
                        r"|断言|可移植内核|原生内核|CPU 设置", re.I)
 
@@ -166,7 +168,8 @@ def test_prose_talks_about_attention_not_the_test_suite(path):
                 continue
             src = "\n".join(re.findall(r"#(.*)", src))  # the comments a reader meets
         hit = APPARATUS.search(src)
-        assert not hit, f"cell {i} mentions test apparatus: {src[max(0, hit.start() - 60):hit.end() + 40]!r}"
+        assert not hit, \
+            f"cell {i} mentions test apparatus: {src[max(0, hit.start() - 60):hit.end() + 40]!r}"
 
 
 ASSERTS = re.compile(r"^\s*assert\b|\bassert_close\(|\bassert_equal\(|\btesting\.assert", re.M)
@@ -184,4 +187,5 @@ def test_check_cells_are_folded_under_a_bilingual_claim(path):
             label = cell["metadata"].get("mystnb", {}).get("code_prompt_show", "")
             en, _, zh = label.partition(" · ")
             assert LATIN.search(en) and CJK.search(zh), \
-                f"cell {i}: a folded cell needs mystnb.code_prompt_show 'English · 中文', got {label!r}"
+                f"cell {i}: a folded cell needs mystnb.code_prompt_show 'English · 中文', " \
+                f"got {label!r}"

@@ -81,7 +81,8 @@ def test_the_solutions_part_of_the_toc_lists_each_solutions_notebook_in_chapter_
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
 def test_both_languages_list_the_same_exercises(chapter):
     en, zh = chapter_exercises(chapter)
-    assert len(en) == len(zh) >= 3, f"{chapter.name}: {len(en)} English, {len(zh)} Chinese exercises"
+    assert len(en) == len(zh) >= 3, \
+        f"{chapter.name}: {len(en)} English, {len(zh)} Chinese exercises"
 
 
 @pytest.mark.parametrize("chapter", SOLVED, ids=[c.stem for c in SOLVED])
@@ -105,17 +106,21 @@ def test_every_exercise_has_one_folded_solution_with_the_chapters_words(chapter)
         f"{chapter.name}: {len(en_items)} exercises, {len(starts)} solutions"
     for k, (i, end) in enumerate(zip(starts, starts[1:] + [len(cs)]), 1):
         head = src(cs[i])
-        assert heading.match(head).groups() == (str(k), str(k)), f"exercise {k} is numbered {head[:30]!r}"
+        assert heading.match(head).groups() == (str(k), str(k)), \
+            f"exercise {k} is numbered {head[:30]!r}"
         label = f"ex-{n:02d}-{k}"
         assert f"```{{exercise-start}}\n:label: {label}\n:nonumber:\n```" in head
         assert head.rstrip().endswith("```{exercise-end}\n```")
         (en,), (zh,) = EN.findall(head), ZH.findall(head)
-        assert normal(en) == normal(en_items[k - 1]), f"{label}: the English differs from the chapter's"
-        assert normal(zh) == normal(zh_items[k - 1]), f"{label}: the Chinese differs from the chapter's"
+        assert normal(en) == normal(en_items[k - 1]), \
+            f"{label}: the English differs from the chapter's"
+        assert normal(zh) == normal(zh_items[k - 1]), \
+            f"{label}: the Chinese differs from the chapter's"
         body = cs[i + 1:end]
         assert src(body[0]) == f"```{{solution-start}} {label}\n:class: dropdown\n```", \
             f"{label}: the solution must open folded right after the exercise"
-        assert src(body[-1]).strip() == "```{solution-end}\n```", f"{label}: the solution is not closed"
+        assert src(body[-1]).strip() == "```{solution-end}\n```", \
+            f"{label}: the solution is not closed"
         inside = body[1:-1]
         prose = [src(c) for c in inside if c["cell_type"] == "markdown"]
         assert any(EN.search(p) for p in prose) and any(ZH.search(p) for p in prose), \

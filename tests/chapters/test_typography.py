@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+CHAPTERS = (sorted((ROOT / "chapters").glob("*.ipynb"))
+            + sorted((ROOT / "solutions").glob("*.ipynb")))
 FRONT_MATTER = sorted((ROOT / "book").glob("*.md"))
 
 CJK = re.compile(r"[\u3400-\u9fff]")

@@ -12,10 +12,9 @@ import sys
 
 import pytest
 import torch
-
-import attention_core as ac
 from torch import nn
 
+import attention_core as ac
 from attention_core.scoring import SCORE_FUNCTIONS
 from attention_core.seq2seq import AttentionDecoder
 from attention_core.transformer import TransformerEncoderBlock, make_transformer
@@ -69,7 +68,8 @@ CASES = [
                   torch.randn(B, N_K, 4, device=dev), torch.tensor([5, 2], device=dev))),
     ("DotProductAttention, heads", lambda: ac.DotProductAttention(),
      lambda dev: (torch.randn(B, 4, N_Q, D, device=dev), torch.randn(B, 4, N_K, D, device=dev),
-                  torch.randn(B, 4, N_K, 4, device=dev), torch.tensor([[1, 2, 5], [0, 3, 4]], device=dev))),
+                  torch.randn(B, 4, N_K, 4, device=dev),
+                  torch.tensor([[1, 2, 5], [0, 3, 4]], device=dev))),
     ("AdditiveAttention", lambda: ac.AdditiveAttention(6, query_size=D, key_size=3),
      lambda dev: (torch.randn(B, N_Q, D, device=dev), torch.randn(B, N_K, 3, device=dev),
                   torch.randn(B, N_K, 4, device=dev), torch.tensor([5, 0], device=dev))),
@@ -79,7 +79,8 @@ CASES = [
       for name in SCORE_FUNCTIONS],
     ("SelfAttention", lambda: ac.SelfAttention(D, input_size=D),
      lambda dev: (torch.randn(B, N_K, D, device=dev), torch.tensor([5, 3], device=dev))),
-    ("MultiHeadAttention fused", lambda: ac.MultiHeadAttention(D, 2, query_size=D, key_size=D, value_size=D),
+    ("MultiHeadAttention fused",
+     lambda: ac.MultiHeadAttention(D, 2, query_size=D, key_size=D, value_size=D),
      lambda dev: (torch.randn(B, N_Q, D, device=dev), torch.randn(B, N_K, D, device=dev),
                   torch.randn(B, N_K, D, device=dev), torch.tensor([5, 0], device=dev))),
     ("MultiHeadAttention weights", lambda: ac.MultiHeadAttention(D, 2, query_size=D, key_size=D,
@@ -121,7 +122,8 @@ CASES = [
     ("RotaryEmbedding", lambda: ac.RotaryEmbedding(D),
      lambda dev: (torch.randn(B, 2, N_K, D, device=dev),)),
     ("NWKernelRegression", lambda: ac.NWKernelRegression(0.5),
-     lambda dev: (torch.randn(7, device=dev), torch.randn(N_K, device=dev), torch.randn(N_K, device=dev))),
+     lambda dev: (torch.randn(7, device=dev), torch.randn(N_K, device=dev),
+                  torch.randn(N_K, device=dev))),
 ]
 IDS = [c[0] for c in CASES]
 

@@ -76,7 +76,8 @@ def test_half_precision(dtype, device):
     attn = DotProductAttention()
     q, k, v = qkv(device=device, dtype=dtype)
     out = attn(q, k, v, torch.tensor([1, 4], device=device))
-    ref = DotProductAttention()(*(t.double() for t in (q, k, v)), torch.tensor([1, 4], device=device))
+    ref = DotProductAttention()(*(t.double() for t in (q, k, v)),
+                                torch.tensor([1, 4], device=device))
     assert out.dtype == dtype
     torch.testing.assert_close(out.double(), ref, atol=2e-2, rtol=2e-2)
 
@@ -119,13 +120,14 @@ def test_dropout_only_in_training():
      "values has size 4 in dimension 1"),
     (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 5, 3), torch.randn(2, 5, 6)), ValueError,
      "keys has size 3 in dimension 2"),
-    (lambda a: a(*qkv(), torch.tensor([1, 9])), ValueError, "valid_lens must be whole numbers in [0, 5]"),
+    (lambda a: a(*qkv(), torch.tensor([1, 9])), ValueError,
+     "valid_lens must be whole numbers in [0, 5]"),
     (lambda a: a(torch.ones(2, 3, 4, dtype=torch.long), torch.randn(2, 5, 4), torch.randn(2, 5, 6)),
      TypeError, "queries must have a floating dtype"),
     (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 5, 4).double(), torch.randn(2, 5, 6)),
      ValueError, "share one dtype"),
-    (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 4, 5, 4), torch.randn(2, 4, 5, 6)), ValueError,
-     "must have the rank of queries"),
+    (lambda a: a(torch.randn(2, 3, 4), torch.randn(2, 4, 5, 4), torch.randn(2, 4, 5, 6)),
+     ValueError, "must have the rank of queries"),
 ])
 def test_dot_product_bad_input(call, err, words):
     with pytest.raises(err) as info:
@@ -217,14 +219,15 @@ def test_every_backend_equals_the_definition(backend, is_causal, device):
 
 
 @settings(max_examples=40, deadline=None)
-@given(batch=st.integers(1, 3), heads=st.integers(0, 3), n_q=st.integers(1, 7), n_k=st.integers(1, 7),
-       d=st.integers(1, 9), causal=st.booleans(), data=st.data())
+@given(batch=st.integers(1, 3), heads=st.integers(0, 3), n_q=st.integers(1, 7),
+       n_k=st.integers(1, 7), d=st.integers(1, 9), causal=st.booleans(), data=st.data())
 def test_property_fused_equals_step_by_step(batch, heads, n_q, n_k, d, causal, data):
     head_dims = (heads,) if heads else ()
     q = torch.randn(batch, *head_dims, n_q, d)
     k, v = torch.randn(batch, *head_dims, n_k, d), torch.randn(batch, *head_dims, n_k, 3)
     lens = data.draw(st.lists(st.integers(0, n_k), min_size=batch, max_size=batch))
-    mask = (torch.arange(n_k) < torch.tensor(lens)[:, None]).reshape(batch, *([1] * len(head_dims)), 1, n_k)
+    mask = (torch.arange(n_k) < torch.tensor(lens)[:, None]).reshape(
+        batch, *([1] * len(head_dims)), 1, n_k)
     fused, none = attend(q, k, v, mask, is_causal=causal)
     step, weights = attend(q, k, v, mask, is_causal=causal, need_weights=True)
     assert none is None and weights.shape == (batch, *head_dims, n_q, n_k)
@@ -298,7 +301,8 @@ def problems(draw):
     mask_kind = draw(st.sampled_from([None, "bool", "float"]))
     scores_lead = leading_shapes(shapes["q"], shapes["k"], shapes["v"])[0]  # torch judges below
     mask_lead = [1 if draw(st.booleans()) else s for s in scores_lead]
-    mask_shape = mask_lead[draw(st.integers(0, len(mask_lead))):] + [draw(st.sampled_from([1, n_q])), n_k]
+    mask_shape = (mask_lead[draw(st.integers(0, len(mask_lead))):]
+                  + [draw(st.sampled_from([1, n_q])), n_k])
     return shapes, mask_kind, mask_shape, draw(st.booleans()), \
         draw(st.sampled_from([None, 0.3])), draw(st.integers(0, 2**16))
 
@@ -340,7 +344,7 @@ def test_every_backend_gives_torchs_result_and_gradients(problem):
 
 def test_broadcast_examples_from_torchs_documentation_of_shapes():
     q, k, v = torch.randn(3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 6)
-    out, weights = attend(q, k, v, need_weights=True)                 # (h, n, d) against (B, h, n, d)
+    out, weights = attend(q, k, v, need_weights=True)  # (h, n, d) against (B, h, n, d)
     assert out.shape == (2, 3, 5, 6) and weights.shape == (2, 3, 5, 7)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
     out, _ = attend(q, k, v, enable_gqa=True)                          # accepted, as in torch
@@ -356,12 +360,13 @@ def test_a_float_mask_of_minus_infinity_hides_a_key_like_a_boolean_one():
                                    attend(q, k, v, allowed, backend=backend)[0])
 
 
-@pytest.mark.parametrize("q_shape, k_shape", [((2, 5, 8), (2, 3, 7, 8)),        # 2 vs 3 heads
-                                              ((2, 4, 5, 8), (2, 3, 7, 8)),     # 3 does not divide 4
-                                              ((4, 5, 8), (2, 7, 8))])          # batch 4 vs 2
+@pytest.mark.parametrize("q_shape, k_shape", [((2, 5, 8), (2, 3, 7, 8)),     # 2 vs 3 heads
+                                              ((2, 4, 5, 8), (2, 3, 7, 8)),  # 3 does not divide 4
+                                              ((4, 5, 8), (2, 7, 8))])       # batch 4 vs 2
 def test_shapes_torch_refuses_are_refused_with_the_shapes_named(q_shape, k_shape):
     q, k = torch.randn(q_shape), torch.randn(k_shape)
     with pytest.raises(RuntimeError):
         F.scaled_dot_product_attention(q, k, k)
-    with pytest.raises(ValueError, match=r"queries \(.*\), keys \(.*\) and values .* do not broadcast"):
+    with pytest.raises(ValueError, match=r"queries \(.*\), keys \(.*\) "
+                                         r"and values .* do not broadcast"):
         attend(q, k, k)

@@ -11,8 +11,18 @@ import torch
 from torch import nn
 
 import attention_core as ac
-from attention_core.contracts import (contract, each, grouped_heads, lengths, one_of,
-                                      positive_int, require, scores_mask, shapes, size)
+from attention_core.contracts import (
+    contract,
+    each,
+    grouped_heads,
+    lengths,
+    one_of,
+    positive_int,
+    require,
+    scores_mask,
+    shapes,
+    size,
+)
 
 
 @contract(queries="B *h n_q d", keys="B *h_kv n_k d", values="B *h_kv n_k d_v",
@@ -83,7 +93,8 @@ def test_a_layers_sizes_and_rules_over_several_arguments():
     layer = Layer(4)
     raises(lambda: layer(torch.randn(2, 3, 5)), ValueError,
            "X has size 5 in dimension 2 (shape (2, 3, 5)), but this layer's width is 4")
-    raises(lambda: layer(torch.randn(2, 3, 4), 0), ValueError, "steps must be a positive int, got 0")
+    raises(lambda: layer(torch.randn(2, 3, 4), 0), ValueError,
+           "steps must be a positive int, got 0")
     raises(lambda: layer(torch.randn(2, 3, 4), 5), ValueError, "steps=5 beyond the 3 rows of X")
     layer.width = None                                            # unknown, as a lazy layer's
     assert layer(torch.randn(2, 3, 5)).shape == (2, 1, 5)

@@ -46,7 +46,8 @@ def test_decoding_restores_the_mode_and_records_no_gradient(tiny, trained):
     train, data = tiny
     src, src_lens, _, _ = data.tensors(train[:2])
     trained.train()
-    tokens, weights = greedy_decode(trained, src, src_lens, data.tgt_vocab.bos, data.tgt_vocab.eos, 12)
+    tokens, weights = greedy_decode(trained, src, src_lens, data.tgt_vocab.bos,
+                                    data.tgt_vocab.eos, 12)
     assert trained.training and not weights.requires_grad
     trained.eval()
     beam_search(trained, src[:1], src_lens[:1], data.tgt_vocab.bos, data.tgt_vocab.eos, max_len=12)
@@ -69,7 +70,8 @@ def test_greedy_and_beam_decoding(tiny, trained):
         check = sequence_log_prob(trained, src[i:i + 1], src_lens[i:i + 1],
                                   torch.tensor([one]), vocab.bos, vocab.eos).item()
         assert lp == pytest.approx(check, abs=1e-4)  # the reported log-probability is the model's
-    best, lp = beam_search(trained, src[:1], src_lens[:1], vocab.bos, vocab.eos, beam_size=3, max_len=12)
+    best, lp = beam_search(trained, src[:1], src_lens[:1], vocab.bos, vocab.eos, beam_size=3,
+                           max_len=12)
     assert lp <= 0 and vocab.eos not in best
     with pytest.raises(ValueError, match="beam_size must be a positive int"):
         beam_search(trained, src[:1], src_lens[:1], 1, 2, beam_size=0)

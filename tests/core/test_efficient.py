@@ -50,7 +50,8 @@ def test_chunked_equals_sdpa(n_q, n_k, block, heads, causal, padded, seed):
     k = torch.randn(*shape, n_k, 8, generator=g)
     v = torch.randn(*shape, n_k, 5, generator=g)
     lens = torch.randint(0, n_k + 1, (2,), generator=g) if padded else None
-    mask = None if lens is None else (torch.arange(n_k) < lens[:, None]).view(2, *([1] * bool(heads)), 1, n_k)
+    mask = None if lens is None else (torch.arange(n_k) < lens[:, None]).view(
+        2, *([1] * bool(heads)), 1, n_k)
     ours = chunked_attention(q, k, v, lens, is_causal=causal, block_size=block)
     torch.testing.assert_close(ours, sdpa(q, k, v, mask, causal), atol=1e-5, rtol=1e-5)
 
@@ -58,7 +59,8 @@ def test_chunked_equals_sdpa(n_q, n_k, block, heads, causal, padded, seed):
 def test_chunked_is_a_backend_of_attend_equal_to_the_others():
     q, k, v = torch.randn(2, 4, 37, 16), torch.randn(2, 4, 37, 16), torch.randn(2, 4, 37, 16)
     mask = torch.rand(2, 1, 37, 37) > 0.3
-    outs = {b: attend(q, k, v, mask, is_causal=True, backend=b)[0] for b in ("math", "sdpa", "chunked")}
+    outs = {b: attend(q, k, v, mask, is_causal=True, backend=b)[0]
+            for b in ("math", "sdpa", "chunked")}
     torch.testing.assert_close(outs["chunked"], outs["math"], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(outs["sdpa"], outs["math"], atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="applies no dropout"):
@@ -75,7 +77,8 @@ def test_chunked_grouped_heads_and_a_query_without_keys():
 
 def test_chunked_bad_input():
     with pytest.raises(ValueError, match="block_size must be a positive int"):
-        chunked_attention(torch.randn(1, 3, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 4), block_size=0)
+        chunked_attention(torch.randn(1, 3, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 4),
+                          block_size=0)
     with pytest.raises(ValueError, match="keys has size 5 in dimension 2"):
         chunked_attention(torch.randn(1, 3, 4), torch.randn(1, 3, 5), torch.randn(1, 3, 4))
 
@@ -97,15 +100,16 @@ def test_sliding_window_bad_input():
     x = torch.randn(1, 6, 4)
     with pytest.raises(ValueError, match="window must be a positive int"):
         sliding_window_attention(x, x, x, 0)
-    with pytest.raises(ValueError, match=r"keys has size 5 in dimension 1 .*, but n of queries is 6"):
+    with pytest.raises(ValueError, match=r"keys has size 5 in dimension 1 .*, "
+                                         r"but n of queries is 6"):
         sliding_window_attention(x, torch.randn(1, 5, 4), torch.randn(1, 5, 4), 2)
 
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_linear_attention_equals_its_quadratic_definition(causal):
     torch.manual_seed(0)
-    q, k, v = torch.randn(2, 2, 50, 8, dtype=torch.float64), torch.randn(2, 2, 50, 8, dtype=torch.float64), \
-        torch.randn(2, 2, 50, 5, dtype=torch.float64)
+    q, k, v = torch.randn(2, 2, 50, 8, dtype=torch.float64), \
+        torch.randn(2, 2, 50, 8, dtype=torch.float64), torch.randn(2, 2, 50, 5, dtype=torch.float64)
     phi_q, phi_k = F.elu(q) + 1, F.elu(k) + 1
     a = phi_q @ phi_k.transpose(-2, -1)             # (n, n) kernel scores: the O(n^2) way
     if causal:
@@ -116,7 +120,8 @@ def test_linear_attention_equals_its_quadratic_definition(causal):
 
 FUNCTIONS = {
     "chunked": lambda q, k, v, lens: chunked_attention(q, k, v, lens, is_causal=True, block_size=4),
-    "sliding": lambda q, k, v, lens: sliding_window_attention(q, k, v, 3, is_causal=True, valid_lens=lens),
+    "sliding": lambda q, k, v, lens: sliding_window_attention(q, k, v, 3, is_causal=True,
+                                                              valid_lens=lens),
     "linear": lambda q, k, v, lens: linear_attention(q, k, v, is_causal=True, chunk_size=4),
 }
 
@@ -203,8 +208,10 @@ def test_gradients_equal_sdpas_in_float32_through_attend(causal):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("causal, mask_kind, heads", [(True, None, (2, 2)), (False, "lengths", (2, 1)),
-                                                       (True, "float", (2, 2)), (True, "random", (0, 0))])
+@pytest.mark.parametrize("causal, mask_kind, heads", [(True, None, (2, 2)),
+                                                       (False, "lengths", (2, 1)),
+                                                       (True, "float", (2, 2)),
+                                                       (True, "random", (0, 0))])
 def test_gradcheck(causal, mask_kind, heads):
     g = torch.Generator().manual_seed(4)
     q, k, v, mask = make(g, torch.float64, 2, *heads, 6, 7, 4, 3, mask_kind)

@@ -71,7 +71,8 @@ def test_property_weights_are_a_distribution_over_valid_keys(batch, n_q, n_k, sc
 
 def test_mask_helper_shapes_and_values():
     mask = valid_lens_to_mask(torch.tensor([1, 2]), 4, 3)  # 2 sequences, 4 queries, 3 keys
-    assert mask.shape == (2, 1, 3) and mask.tolist() == [[[True, False, False]], [[True, True, False]]]
+    assert mask.shape == (2, 1, 3) and mask.tolist() == [[[True, False, False]],
+                                                         [[True, True, False]]]
     assert valid_lens_to_mask(torch.ones(2, 4, dtype=torch.long), 4, 3).shape == (2, 4, 3)
     assert valid_lens_to_mask([3, 0], 1, 3).tolist() == [[[True] * 3], [[False] * 3]]  # a list
 
@@ -81,11 +82,13 @@ def test_explicit_mask_combines_with_valid_lens():
     mask = torch.tensor([[True, False, True, True]])  # broadcast over queries
     w = masked_softmax(scores, torch.tensor([3]), mask=mask)
     torch.testing.assert_close(w, torch.tensor([[[0.5, 0, 0.5, 0], [0.5, 0, 0.5, 0]]]))
-    assert masked_softmax(torch.zeros(5), mask=torch.zeros(5, dtype=torch.bool)).sum() == 0  # any shape
+    # any shape
+    assert masked_softmax(torch.zeros(5), mask=torch.zeros(5, dtype=torch.bool)).sum() == 0
 
 
 def test_causal_mask_is_lower_triangular():
-    assert causal_mask(3, 3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert causal_mask(3, 3).tolist() == [[True, False, False], [True, True, False],
+                                          [True, True, True]]
     assert causal_mask(2, 4).sum().item() == 3  # top-left aligned, as in torch
 
 
@@ -96,7 +99,8 @@ def test_nan_propagates_as_in_torch():
 
 
 @pytest.mark.parametrize("scores, lens, err, words", [
-    (torch.randn(2, 3), torch.tensor([1, 2]), ValueError, "scores must be (batch, n_queries, n_keys)"),
+    (torch.randn(2, 3), torch.tensor([1, 2]), ValueError,
+     "scores must be (batch, n_queries, n_keys)"),
     (torch.ones(2, 3, 4, dtype=torch.long), None, TypeError, "floating dtype"),
     ([[1.0]], None, TypeError, "scores must be a torch.Tensor"),
     (torch.randn(2, 3, 4), torch.tensor([1, 2, 3]), ValueError, "must be (2,) or (2, 3)"),

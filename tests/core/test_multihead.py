@@ -65,7 +65,8 @@ def test_bad_input():
     with pytest.raises(ValueError, match="queries must be"):
         mha(torch.randn(3, 16), torch.randn(2, 3, 16), torch.randn(2, 3, 16))
     with pytest.raises(ValueError, match=r"valid_lens of shape \(3,\)"):
-        mha(torch.randn(2, 3, 16), torch.randn(2, 3, 16), torch.randn(2, 3, 16), torch.tensor([1, 2, 3]))
+        mha(torch.randn(2, 3, 16), torch.randn(2, 3, 16), torch.randn(2, 3, 16),
+            torch.tensor([1, 2, 3]))
     with pytest.raises(ValueError, match="num_heads must be a positive int"):
         MultiHeadAttention(8, 0)
 
@@ -97,8 +98,10 @@ def test_grouped_heads_equal_full_heads_with_repeated_key_value_weights():
     gqa = make(num_kv_heads=2)
     full = make()
     full.load_state_dict({**gqa.state_dict(),
-                          "W_k.weight": gqa.W_k.weight.view(2, 4, 16).repeat_interleave(2, 0).reshape(16, 16),
-                          "W_v.weight": gqa.W_v.weight.view(2, 4, 16).repeat_interleave(2, 0).reshape(16, 16)})
+                          "W_k.weight": gqa.W_k.weight.view(2, 4, 16).repeat_interleave(2, 0)
+                                                      .reshape(16, 16),
+                          "W_v.weight": gqa.W_v.weight.view(2, 4, 16).repeat_interleave(2, 0)
+                                                      .reshape(16, 16)})
     x = torch.randn(2, 6, 16)
     torch.testing.assert_close(gqa(x, x, x), full(x, x, x), atol=1e-6, rtol=1e-6)
 
@@ -115,7 +118,8 @@ def test_parameter_count_is_4d2_whatever_the_number_of_heads():
     for h in (1, 2, 4, 8, 16):
         assert sum(p.numel() for p in make(heads=h).parameters()) == 4 * 16 * 16
     # fewer key/value heads: W_k and W_v shrink to d x (h_kv d_head)
-    assert sum(p.numel() for p in make(heads=8, num_kv_heads=2).parameters()) == 2 * 256 + 2 * 16 * 4
+    assert sum(p.numel() for p in make(heads=8, num_kv_heads=2).parameters()) \
+        == 2 * 256 + 2 * 16 * 4
 
 
 def test_kv_heads_must_divide_heads():

@@ -37,9 +37,11 @@ def test_epanechnikov_and_boxcar_match_hand_computation():
     # boxcar h=1: keys 0 and 1 are within distance 1 -> mean of 1 and 2
     assert nadaraya_watson(x_train, y_train, x_query, "boxcar", 1.0)[0].item() == pytest.approx(1.5)
     # Epanechnikov h=2: distances 0.5, 0.5, 2.5 -> K = 0.9375, 0.9375, 0 (beyond h)
-    assert nadaraya_watson(x_train, y_train, x_query, "epanechnikov", 2.0)[0].item() == pytest.approx(1.5)
+    assert nadaraya_watson(x_train, y_train, x_query, "epanechnikov", 2.0)[0].item() \
+        == pytest.approx(1.5)
     # Epanechnikov h=3: K = 1 - (d/3)^2 = 35/36, 35/36, 11/36 -> (35 + 70 + 44) / 81
-    assert nadaraya_watson(x_train, y_train, x_query, "epanechnikov", 3.0)[0].item() == pytest.approx(149 / 81)
+    assert nadaraya_watson(x_train, y_train, x_query, "epanechnikov", 3.0)[0].item() \
+        == pytest.approx(149 / 81)
 
 
 def test_constant_kernel_is_average_pooling(data):
@@ -70,7 +72,7 @@ def test_runs_on_device_and_dtype(device):
 def test_learned_bandwidth_leave_one_out_and_training(data):
     x_train, y_train, x_test, y_test = data
     model = NWKernelRegression(bandwidth=3.0)
-    pred = model(x_train, x_train, y_train, exclude_self=True)
+    model(x_train, x_train, y_train, exclude_self=True)
     assert torch.all(model.attention_weights.diagonal() == 0)
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
     for _ in range(150):

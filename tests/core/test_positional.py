@@ -32,7 +32,8 @@ def test_module_adds_table_and_follows_device_and_dtype(device):
 
 def test_bad_input():
     pe = PositionalEncoding(6, max_len=5)
-    with pytest.raises(ValueError, match=r"X must be \(batch, n, num_hiddens\), got shape \(7, 6\)"):
+    with pytest.raises(ValueError, match=r"X must be \(batch, n, num_hiddens\), "
+                                         r"got shape \(7, 6\)"):
         pe(torch.zeros(7, 6))
     with pytest.raises(ValueError, match="num_hiddens is 6"):
         pe(torch.zeros(1, 3, 4))
@@ -51,8 +52,12 @@ def test_table_bad_input():
         sinusoidal_table(5, 4, dtype=torch.long)
 
 
-from attention_core.positional import (LearnedPositionalEncoding, RotaryEmbedding,  # noqa: E402
-                                       frequencies, rotation_matrix)
+from attention_core.positional import (  # noqa: E402
+    LearnedPositionalEncoding,
+    RotaryEmbedding,
+    frequencies,
+    rotation_matrix,
+)
 
 
 def test_rotation_maps_every_position_to_its_shift():
@@ -113,7 +118,8 @@ def test_positional_extras_bad_input():
         RotaryEmbedding(7)
     with pytest.raises(ValueError, match="num_hiddens is 8"):
         RotaryEmbedding(8)(torch.randn(2, 3, 6))
-    with pytest.raises(ValueError, match=r"positions has size 4 in dimension 0 \(shape \(4,\)\), but n of X is 3"):
+    with pytest.raises(ValueError, match=r"positions has size 4 in dimension 0 \(shape \(4,\)\), "
+                                         r"but n of X is 3"):
         RotaryEmbedding(8)(torch.randn(2, 3, 8), positions=torch.arange(4))
     with pytest.raises(ValueError, match="max_len must be a positive int"):
         LearnedPositionalEncoding(4, max_len=0)

@@ -3,11 +3,17 @@ import math
 import pytest
 import torch
 
-from attention_core import contracts
-from attention_core import DotProductAttention
+from attention_core import DotProductAttention, contracts
 from attention_core.attention import AdditiveAttention, ScoredAttention
-from attention_core.scoring import (SCORE_FUNCTIONS, AdditiveScore, ConcatScore, CosineScore,
-                                    DotScore, GeneralScore, ScaledDotScore)
+from attention_core.scoring import (
+    SCORE_FUNCTIONS,
+    AdditiveScore,
+    ConcatScore,
+    CosineScore,
+    DotScore,
+    GeneralScore,
+    ScaledDotScore,
+)
 
 Q = torch.tensor([[[1.0, 2.0], [0.0, 1.0]]])           # (1, 2, 2)
 K = torch.tensor([[[3.0, 4.0], [1.0, 0.0], [0.0, -2.0]]])  # (1, 3, 2)

@@ -10,7 +10,8 @@ from attention_core.decoding import (
 from attention_core.seq2seq import AttentionDecoder, PlainDecoder, make_model
 
 
-@pytest.mark.parametrize("kind, decoder", [("plain", PlainDecoder), ("attention", AttentionDecoder)])
+@pytest.mark.parametrize("kind, decoder", [("plain", PlainDecoder),
+                                           ("attention", AttentionDecoder)])
 def test_decoder_shapes_and_padding_invariance(tiny, kind, decoder):
     train, data = tiny
     torch.manual_seed(0)

@@ -2,9 +2,16 @@ import pytest
 import torch
 
 from attention_core.decoding import beam_search, greedy_decode, sequence_log_prob
-from attention_core.transformer import (AddNorm, PositionWiseFFN, TransformerDecoder,
-                                        TransformerEncoder, TransformerEncoderBlock,
-                                        TransformerState, keep_attention_weights, make_transformer)
+from attention_core.transformer import (
+    AddNorm,
+    PositionWiseFFN,
+    TransformerDecoder,
+    TransformerEncoder,
+    TransformerEncoderBlock,
+    TransformerState,
+    keep_attention_weights,
+    make_transformer,
+)
 
 V_SRC, V_TGT, BOS, EOS = 11, 13, 1, 2
 
@@ -65,13 +72,18 @@ def test_beam_search_reorders_the_cache():
     among all sequences of length <= 2 (checked by enumeration)."""
     m = model()
     src, lens, _ = batch()
-    tokens, log_prob = beam_search(m, src[:1], lens[:1], BOS, EOS, beam_size=V_TGT * V_TGT, max_len=2)
+    tokens, log_prob = beam_search(m, src[:1], lens[:1], BOS, EOS, beam_size=V_TGT * V_TGT,
+                                   max_len=2)
     best = max(((a, b) for a in range(V_TGT) for b in range(V_TGT) if EOS not in (a, b)),
-               key=lambda ab: sequence_log_prob(m, src[:1], lens[:1], torch.tensor([ab]), BOS, EOS).item())
-    candidates = {(): sequence_log_prob(m, src[:1], lens[:1], torch.zeros(1, 0, dtype=torch.long), BOS, EOS).item()}
-    candidates.update({(a,): sequence_log_prob(m, src[:1], lens[:1], torch.tensor([[a]]), BOS, EOS).item()
+               key=lambda ab: sequence_log_prob(m, src[:1], lens[:1], torch.tensor([ab]), BOS,
+                                                EOS).item())
+    candidates = {(): sequence_log_prob(m, src[:1], lens[:1], torch.zeros(1, 0, dtype=torch.long),
+                                        BOS, EOS).item()}
+    candidates.update({(a,): sequence_log_prob(m, src[:1], lens[:1], torch.tensor([[a]]), BOS,
+                                               EOS).item()
                        for a in range(V_TGT) if a != EOS})
-    candidates[best] = sequence_log_prob(m, src[:1], lens[:1], torch.tensor([best]), BOS, EOS).item()
+    candidates[best] = sequence_log_prob(m, src[:1], lens[:1], torch.tensor([best]), BOS,
+                                         EOS).item()
     winner = max(candidates, key=candidates.get)
     assert tuple(tokens) == winner
     assert log_prob == pytest.approx(candidates[winner], abs=1e-4)
@@ -133,8 +145,10 @@ def test_bad_input():
     _, state = m.decoder(tgt[:, :6], state)
     with pytest.raises(ValueError, match="from offset 6, beyond max_len=8"):
         m.decoder(tgt[:, :3], state)
-    wrong = TransformerState(valid_lens=lens, cross_kv=state.cross_kv, self_kv=state.self_kv, offset=2)
-    with pytest.raises(ValueError, match=r"the cache holds \[6, 6\] positions per block but the state says 2"):
+    wrong = TransformerState(valid_lens=lens, cross_kv=state.cross_kv, self_kv=state.self_kv,
+                             offset=2)
+    with pytest.raises(ValueError, match=r"the cache holds \[6, 6\] positions per block "
+                                         r"but the state says 2"):
         m.decoder(tgt[:, :1], wrong)
     with pytest.raises(TypeError, match="state must be a TransformerState"):
         m.decoder(tgt, None)

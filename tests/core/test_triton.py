@@ -20,7 +20,6 @@ from torch.nn import functional as F
 import attention_core as ac
 from attention_core import triton_attention as ta
 
-
 INTERPRETED_HERE = ta.use_interpreter()  # conftest.py called it already, before any test
 
 
@@ -146,7 +145,8 @@ def test_half_precision_gradients_are_float32_sdpas_rounded(interpreter, backend
     mask = padding(2, 33, 40, [31, 12])
     grad = torch.randn(2, 4, 33, 16).half()
     half = [t.clone().requires_grad_() for t in (q, k, v)]
-    got = torch.autograd.grad(ac.attend(*half, mask, is_causal=True, backend=backend)[0], half, grad)
+    got = torch.autograd.grad(ac.attend(*half, mask, is_causal=True, backend=backend)[0], half,
+                              grad)
     exact = [t.float().requires_grad_() for t in (q, k, v)]
     expected = torch.autograd.grad(reference(*exact, mask, is_causal=True), exact, grad.float())
     for g, e in zip(got, expected):

@@ -4,8 +4,13 @@ import pytest
 import torch
 
 from attention_core import DotProductAttention
-from attention_core.variants import (LocalAttention, local_attention, reinforce_loss,
-                                     sample_hard_attention, window_positions)
+from attention_core.variants import (
+    LocalAttention,
+    local_attention,
+    reinforce_loss,
+    sample_hard_attention,
+    window_positions,
+)
 from attention_core.worlds.complexity import count_ops
 
 
@@ -133,8 +138,9 @@ def test_local_attention_work_and_memory_grow_linearly():
     for n in (64, 128, 256):
         x = torch.empty(1, n, d, device="meta")
         centers = torch.arange(n, dtype=torch.float32, device="meta")[None]
-        local = count_ops(lambda: local_attention(x, x, x, centers, D, gaussian=False))
-        dense = count_ops(lambda: DotProductAttention()(x, x, x))
+        local = count_ops(lambda x=x, centers=centers: local_attention(x, x, x, centers, D,
+                                                                       gaussian=False))
+        dense = count_ops(lambda x=x: DotProductAttention()(x, x, x))
         assert local.flops == 2 * 2 * n * (2 * D + 1) * d   # scores and weighted sum, by windows
         assert dense.flops == 2 * 2 * n * n * d
         assert local.largest == n * (2 * D + 1) * d           # the gathered windows of keys

@@ -66,12 +66,14 @@ def test_multihead_attention_vs_d2l(bias, lens):
     expected = theirs(q, kv, kv, lens)
     torch.testing.assert_close(ours(q, kv, kv, lens), expected, **TOL)           # fused path
     torch.testing.assert_close(ours(q, kv, kv, lens, need_weights=True), expected, **TOL)
-    d2l_weights = theirs.attention.attention_weights.reshape(2, 3, 4, 7)  # (batch*heads, ...) in d2l
+    # (batch*heads, ...) in d2l
+    d2l_weights = theirs.attention.attention_weights.reshape(2, 3, 4, 7)
     torch.testing.assert_close(ours.attention_weights, d2l_weights, **TOL)
 
 
 def test_positional_encoding_vs_d2l():
-    ours, theirs = ac.PositionalEncoding(32, max_len=200), d2l.PositionalEncoding(32, 0.0, max_len=200)
+    ours, theirs = (ac.PositionalEncoding(32, max_len=200),
+                    d2l.PositionalEncoding(32, 0.0, max_len=200))
     torch.testing.assert_close(ours.P, theirs.P, atol=0, rtol=0)  # the same table, bit for bit
     X = torch.randn(2, 50, 32)
     torch.testing.assert_close(ours(X), theirs.eval()(X), atol=0, rtol=0)
