@@ -4,8 +4,8 @@ Chinese quotes a phrase with “” (or 「」), not with ASCII " or '; and Chin
 emphasis in Chinese prose is bold. The Chinese prose of the book is: the `lang-zh` blocks of
 every notebook's markdown cells and of the front matter, the Chinese half of bilingual
 headings (``## English · 中文``), the Chinese half of the fold labels, and the table cells of
-the front matter that contain Chinese characters. Code spans and math are not prose and are
-left out before checking.
+the front matter that contain Chinese characters. Code blocks, code spans and math are not
+prose and are left out before checking.
 """
 
 import json
@@ -21,6 +21,7 @@ FRONT_MATTER = sorted((ROOT / "book").glob("*.md"))
 
 CJK = re.compile(r"[\u3400-\u9fff]")
 ZH_BLOCK = re.compile(r'<div class="lang-zh"[^>]*>(.*?)</div>', re.S)
+FENCE = re.compile(r"```.*?```", re.S)
 CODE = re.compile(r"`[^`\n]*`")
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$]+\$", re.S)  # inline math may span a line break
 ROLE = re.compile(r"\{[a-z:]+\}`[^`]*`")  # {cite:p}`key`, {ref}`label`
@@ -33,8 +34,8 @@ ITALIC = re.compile(r"(?<![*A-Za-z0-9\\])\*(?![*\s])[^*\n]+?(?<![*\s\\])\*(?![*A
 
 
 def prose(text: str) -> str:
-    """Text with roles, code spans, math, link targets and HTML tags removed."""
-    for pattern in (ROLE, CODE, MATH, LINK_TARGET, HTML_TAG):
+    """Text with code blocks, roles, code spans, math, link targets and HTML tags removed."""
+    for pattern in (FENCE, ROLE, CODE, MATH, LINK_TARGET, HTML_TAG):
         text = pattern.sub(" ", text)
     return text
 
