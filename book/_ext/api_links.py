@@ -7,6 +7,10 @@ link to its entry. Names are matched after dropping a leading ``ac.`` / ``attent
 and a trailing call; a short name links only when exactly one documented module-level object
 has it (``Class.method`` links to the method, a module links by its dotted name). Code cells
 are left alone.
+
+The docstrings write a group of axes as the contracts do, ``(B, *h, n_q, d)``; for the API
+page, which reads docstrings as reStructuredText, such a star is escaped so that it is not
+taken for the start of emphasis (``*last*`` stays emphasis).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import re
 from docutils import nodes
 
 CALL = re.compile(r"\(.*\)$", re.S)
+AXES_GROUP = re.compile(r"(?<![\\\w*])\*(?=\w+[,)])")  # *h in (B, *h, n_q, d)
 PREFIXES = ("attention_core.", "ac.")
 
 
@@ -60,11 +65,16 @@ def link_package_names(app, doctree, docname):
         ref.append(literal)
 
 
+def escape_axes_groups(app, what, name, obj, options, lines):
+    lines[:] = [AXES_GROUP.sub(r"\\*", line) for line in lines]
+
+
 def build_index(app, env):
     app.api_links_index = _index(env)  # every page has been read: the documented names are known
 
 
 def setup(app):
+    app.connect("autodoc-process-docstring", escape_axes_groups)
     app.connect("env-updated", build_index)
     app.connect("doctree-resolved", link_package_names)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
