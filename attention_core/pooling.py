@@ -44,11 +44,12 @@ KERNELS = {"gaussian": _gaussian, "boxcar": _boxcar,
 """Log-kernels log K(u) by name; -inf marks a key the kernel ignores."""
 
 
-@contract(x_query="n_q", x_train="n_train", kernel=one_of(*KERNELS), bandwidth=positive_or_scalar)
+@contract(x_query="n_q", x_train="n_train", kernel=one_of(*KERNELS))
 def kernel_scores(x_query: torch.Tensor, x_train: torch.Tensor, kernel: str = "gaussian",
                   bandwidth=1.0) -> torch.Tensor:
     """Attention scores log K((x_query - x_train) / bandwidth) of queries x_query (n_q,) against
-    keys x_train (n_train,): (n_q, n_train)."""
+    keys x_train (n_train,): (n_q, n_train). bandwidth: a number, or a tensor that broadcasts
+    against the scores, e.g. (s, 1, 1) for s bandwidths at once, giving (s, n_q, n_train)."""
     u = (x_query[:, None] - x_train[None, :]) / bandwidth  # (n_queries, n_train)
     return KERNELS[kernel](u)
 

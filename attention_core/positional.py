@@ -25,9 +25,10 @@ def _beyond_max_len(self, X, offset) -> str:
             f"beyond max_len={self.max_len}: no position vector exists beyond it")
 
 
-EVEN = require(lambda num_hiddens: num_hiddens % 2 == 0,
-               lambda d: f"num_hiddens must be even (sine and cosine columns come in pairs), "
-               f"got {d}")
+def _even(why: str):
+    """The rule that num_hiddens is even, and why."""
+    return require(lambda num_hiddens: num_hiddens % 2 == 0,
+                   lambda d: f"num_hiddens must be even {why}, got {d}")
 
 
 @contract(max_len=positive_int, num_hiddens=positive_int,
@@ -83,7 +84,7 @@ def frequencies(num_hiddens: int, base: float = 10000.0, dtype=torch.float64, de
     return 1.0 / _periods(num_hiddens, base, dtype, device)
 
 
-@contract(num_hiddens=positive_int, where=[EVEN])
+@contract(num_hiddens=positive_int, where=[_even("for the rotation property")])
 def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=None):
     """The (d, d) matrix M(delta) with P[i + delta] = M(delta) P[i] for every position i.
 
@@ -140,7 +141,7 @@ class RotaryEmbedding(nn.Module):
     """
 
     @contract(num_hiddens=positive_int,
-              where=[EVEN, require(lambda base: base > 1,
+              where=[_even("(pairs are rotated)"), require(lambda base: base > 1,
                                    lambda base: f"base must be greater than 1, got {base}")])
     def __init__(self, num_hiddens: int, base: float = 10000.0):
         super().__init__()
