@@ -20,8 +20,7 @@ Shapes, one legend for every docstring, comment and contract (``attention_core.c
     n       positions of a sequence that attends to itself (n_q = n_k = n)
     d       size of queries and keys (d_q, d_k where they may differ); d_v of values
     h       heads; d_head = num_hiddens / h; h_kv key/value heads (grouped-query attention)
-    *h      any number of axes (none included), e.g. (B, *h, n_q, d) is (B, n_q, d) or
-            (B, h, n_q, d)
+    *h      any number of axes, none included: (B, *h, n_q, d) is (B, n_q, d) or (B, h, n_q, d)
     d_a     hidden size of the additive score w_v^T tanh(W_q q + W_k k)
 
 Arguments keep one name and one order: ``num_hiddens, num_heads, dropout``; input sizes are

@@ -1,11 +1,13 @@
-"""The attention core, ``attend``, and the layers that are thin wrappers over it.
+"""The attention core, ``attend``, its backends, and the layers that are thin wrappers over them.
 
-Every attention in this book takes three steps: score each (query, key) pair, turn the
-scores into weights with a masked softmax, and average the values with those weights.
-``attend`` does the three steps for every layer. Its step-by-step "math" backend is the
-reference; the "sdpa" backend calls torch's fused ``scaled_dot_product_attention``, which
-never hands the weights back and is used whenever no weights are asked for. The two are
-tested equal, and every backend gives a query with no key to attend to a zero output.
+Most attention in this book takes three steps: score each (query, key) pair, turn the scores
+into weights with a masked softmax, and average the values with those weights.
+``math_attention`` writes the three steps out; the "sdpa" backend calls torch's fused
+``scaled_dot_product_attention``, which never hands the weights back. ``attend`` is the one
+function over all the backends, and takes what torch's function takes; the layers of this
+module and of ``multihead`` call the backends directly, once their contracts have checked
+their inputs. The backends are tested equal, and each gives a query with no key to attend to
+a zero output.
 
 Shapes: queries (B, *h, n_q, d), keys (B, *h_kv, n_k, d), values (B, *h_kv, n_k, d_v), where
 *h stands for any head axes (usually none or one); mask boolean (True = may attend) or float
@@ -87,7 +89,7 @@ def math_attention(queries, keys, values, mask=None, *, is_causal=False, scale=N
         causal = causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device)
         mask = causal if mask is None else mask & causal
     # 2. normalise: a softmax over the keys each query may see
-    weights = masked_softmax.__wrapped__(scores, mask=mask)              # (B, *h, n_q, n_k)
+    weights = masked_softmax(scores, mask=mask)              # (B, *h, n_q, n_k)
     # 3. average the values with the weights
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return dropped @ values, weights                                     # (B, *h, n_q, d_v)
@@ -137,7 +139,7 @@ BACKENDS: dict[str, Callable] = {"math": math_attention, "sdpa": sdpa_attention}
 def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=None,
            score: Callable | None = None, dropout_p: float = 0.0, need_weights: bool = False,
            backend: str | None = None, enable_gqa: bool = False):
-    """Attention, the one function every layer of the book calls.
+    """Attention on any backend, with the arguments of torch's scaled_dot_product_attention.
 
     queries (*lead_q, n_q, d), keys (*lead_k, n_k, d_k), values (*lead_v, n_k, d_v): the
     leading axes, e.g. (B, h), broadcast as in ``F.scaled_dot_product_attention``
@@ -165,7 +167,7 @@ def attend(queries, keys, values, mask=None, *, is_causal: bool = False, scale=N
                                        scale=scale, dropout_p=dropout_p, **kwargs)
 
 
-def dropout_p(module: nn.Module) -> float:
+def dropout_rate(module: nn.Module) -> float:
     """The dropout probability a layer applies now: its ``dropout.p`` in training, else 0."""
     return module.dropout.p if module.training else 0.0
 
@@ -189,7 +191,7 @@ class DotProductAttention(nn.Module):
     def forward(self, queries, keys, values, valid_lens=None):
         mask = padding_mask(valid_lens, queries, keys.shape[-2])         # (B, [1,] 1|n_q, n_k)
         out, self.attention_weights = math_attention(queries, keys, values, mask,
-                                                     dropout_p=dropout_p(self))
+                                                     dropout_p=dropout_rate(self))
         return out
 
 
@@ -231,7 +233,7 @@ class AdditiveAttention(nn.Module):
 
         mask = padding_mask(valid_lens, queries, keys.shape[1])          # (B, 1 or n_q, n_k)
         out, self.attention_weights = math_attention(queries, keys, values, mask, score=score,
-                                                     dropout_p=dropout_p(self))
+                                                     dropout_p=dropout_rate(self))
         return out
 
 
@@ -257,7 +259,7 @@ class ScoredAttention(nn.Module):
         # the score's own contract checks the sizes it needs (d_q == d_k, or its weights')
         mask = padding_mask(valid_lens, queries, keys.shape[1])          # (B, 1 or n_q, n_k)
         out, self.attention_weights = math_attention(queries, keys, values, mask,
-                                                     score=self.score, dropout_p=dropout_p(self))
+                                                     score=self.score, dropout_p=dropout_rate(self))
         return out
 
 
@@ -286,5 +288,5 @@ class SelfAttention(nn.Module):
     def forward(self, X, valid_lens=None):
         Q, K, V = self.W_q(X), self.W_k(X), self.W_v(X)                  # (B, n, d) each
         mask = padding_mask(valid_lens, Q, K.shape[1])                    # (B, 1 or n, n) or None
-        Y, self.attention_weights = math_attention(Q, K, V, mask, dropout_p=dropout_p(self))
+        Y, self.attention_weights = math_attention(Q, K, V, mask, dropout_p=dropout_rate(self))
         return Y                                   # softmax(Q K^T / sqrt(d)) V: (B, n, d)

@@ -21,7 +21,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .attention import AdditiveAttention
-from .contracts import contract, lengths, positive_int, require, tensor
+from .contracts import contract, lengths, positive_int, require
+from .decoding import TOKENS
 from .seq2seq import AttentionDecoder, EncoderDecoder
 from .variants import sample_values
 
@@ -39,8 +40,8 @@ class GridEncoder(nn.Module):
 
     @contract(num_hiddens=positive_int, image_size=positive_int, channels=positive_int,
               where=[require(lambda image_size: image_size % 8 == 0,
-                             lambda image_size: f"image_size={image_size} must be a multiple "
-                             f"of 8 (three 2x2 poolings)")])
+                             "image_size={image_size} must be a multiple of 8 (three 2x2 "
+                             "poolings)")])
     def __init__(self, num_hiddens: int, image_size: int = 48, channels: int = 3):
         super().__init__()
         widths = [channels, 16, 32, num_hiddens]
@@ -76,7 +77,7 @@ class SampledAttention(AdditiveAttention):
 
     def forward(self, queries, keys, values, valid_lens=None, projected_keys=None):
         super().forward(queries, keys, values, valid_lens, projected_keys)   # alpha, checked
-        output, _, log_prob = sample_values.__wrapped__(self.attention_weights, values,
+        output, _, log_prob = sample_values(self.attention_weights, values,
                                                         greedy=not self.training)
         self.log_probs.append(log_prob)                       # log alpha_i: (B, n_q)
         return output                                         # v_i: (B, n_q, d_v)
@@ -115,7 +116,7 @@ class Captioner(EncoderDecoder):
         super().__init__(GridEncoder(num_hiddens, image_size),
                          decoder(vocab_size, embed_size, num_hiddens))
 
-    @contract(images="B *image", tokens=tensor("B n", "int", "token indices"))
+    @contract(images="B *image", tokens=TOKENS)
     def forward(self, images, tokens, src_valid_lens=None):
         return super().forward(images, tokens, None)  # every cell of the grid is there
 

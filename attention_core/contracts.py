@@ -66,10 +66,11 @@ def contract(where: Sequence = (), **specs):
         if set(specs) - set(index):
             raise TypeError(f"contract of {fn.__qualname__} names no argument "
                             f"{sorted(set(specs) - set(index))}")
-        # (name, position, default, spec, None allowed) for each checked argument
-        checked = [(name, index[name], params[index[name]].default, spec,
-                    params[index[name]].default is None or spec.none_ok)
-                   for name, spec in specs.items()]
+        # (name, position, default, spec, None allowed) for each checked argument; the specs
+        # that read sizes other arguments bind (lengths, masks) come last, whatever the order
+        checked = sorted([(name, index[name], params[index[name]].default, spec,
+                           params[index[name]].default is None or spec.none_ok)
+                          for name, spec in specs.items()], key=lambda c: c[3].reads_others)
         method = bool(params) and params[0].name == "self"
         needed = {n for rule in where for n in rule.names} - set(specs) - {"self"}
 
@@ -121,7 +122,8 @@ class Call:
 
 # ---- specs: what one argument must be -----------------------------------------------------
 class Spec:
-    none_ok = False  # whether None is accepted even where the default is not None
+    none_ok = False       # whether None is accepted even where the default is not None
+    reads_others = False  # whether it reads sizes or arguments that other specs check
 
     def check(self, name: str, value, call: Call) -> None:
         raise NotImplementedError
@@ -242,6 +244,7 @@ class Lengths(Spec):
     tensor outside compiled code). A size is a bound symbol or an axis, ``"scores[-2]"``."""
 
     none_ok = True  # no lengths: every position is valid
+    reads_others = True
 
     def __init__(self, per: str = "B n_q", upto: str = "n_k", at_least: int = 0):
         self.per, self.upto = [SizeRef(r) for r in per.split()], SizeRef(upto)
@@ -305,6 +308,8 @@ class Size(Spec):
 class ScoresMask(Spec):
     """A mask for attention scores, boolean (True = may attend) or floating (added to them),
     broadcastable to the scores (B, *h, n_q, n_k) as torch broadcasts queries, keys, values."""
+
+    reads_others = True
 
     def check(self, name, value, call):
         if not isinstance(value, torch.Tensor):
@@ -376,8 +381,8 @@ non_negative = Value(lambda v: isinstance(v, (int, float)) and v >= 0, "be non-n
 # ---- rules over several arguments ----------------------------------------------------------
 class Require:
     """A rule: ``predicate``'s parameters name the arguments it reads (``self`` for the layer),
-    unless ``names`` lists them; ``message`` is the error's text, or a function of the same
-    arguments that returns it."""
+    unless ``names`` lists them; ``message`` is the error's text, formatted with those
+    arguments ("num_hiddens ({num_hiddens}) ..."), or a function of them that returns it."""
 
     def __init__(self, predicate: Callable, message: str | Callable, error=ValueError,
                  names: Sequence[str] | None = None):
@@ -387,7 +392,9 @@ class Require:
     def check(self, call: Call) -> None:
         values = [call.args[n] for n in self.names]
         if not self.predicate(*values):
-            raise self.error(self.message(*values) if callable(self.message) else self.message)
+            if callable(self.message):
+                raise self.error(self.message(*values))
+            raise self.error(self.message.format(**dict(zip(self.names, values))))
 
 
 require = Require

@@ -21,6 +21,7 @@ from .contracts import contract, instance_of, lengths, non_negative, positive_in
 __all__ = ["DecoderState", "evaluating", "start", "greedy_decode", "beam_search",
            "sequence_log_prob", "decoder_input"]
 
+TOKENS = tensor("B n", "int", "token indices")  # a batch of token sequences
 # a batch of source sentences (B, n_src) with one length each, or, without lengths, any batch
 # the encoder reads (images, for a captioner)
 SOURCE = dict(src=tensor("B *rest", "any"), src_valid_lens=lengths(per="B", upto="n_src"),
@@ -83,7 +84,7 @@ def greedy_decode(model, src, src_valid_lens, bos: int, eos: int, max_len: int =
     (B, steps, n_src), or None for a decoder that keeps no ``attention_weights``).
     """
     with evaluating(model):
-        state = start.__wrapped__(model, src, src_valid_lens)  # encode once: the initial state
+        state = start(model, src, src_valid_lens)  # encode once: the initial state
         token = torch.full((src.shape[0], 1), bos, dtype=torch.long, device=src.device)  # (B, 1)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,): ended
         tokens, weights = [], []
@@ -120,7 +121,7 @@ def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int =
         return log_prob / length**length_penalty
 
     with evaluating(model):
-        state = start.__wrapped__(model, src, torch.as_tensor(src_valid_lens).reshape(1))
+        state = start(model, src, torch.as_tensor(src_valid_lens).reshape(1))
         beams, finished = [([], 0.0)], []  # (tokens, log-probability)
         for _ in range(max_len):
             last = torch.tensor([[toks[-1] if toks else bos] for toks, _ in beams],
@@ -148,7 +149,7 @@ def beam_search(model, src, src_valid_lens, bos: int, eos: int, beam_size: int =
     return max(candidates, key=lambda c: score(c[1], len(c[0]) + 1))
 
 
-@contract(**SOURCE, tokens=tensor("B n", "int", "token indices"))
+@contract(**SOURCE, tokens=TOKENS)
 def sequence_log_prob(model, src, src_valid_lens, tokens, bos: int, eos: int):
     """log P(tokens + <eos> | src) under the model, for each sentence of a batch.
 
@@ -158,13 +159,13 @@ def sequence_log_prob(model, src, src_valid_lens, tokens, bos: int, eos: int):
     ends = torch.full((tokens.shape[0], 1), eos, dtype=tokens.dtype, device=tokens.device)
     tgt = torch.cat([tokens, ends], dim=1)  # (an empty output is <eos> alone)
     with evaluating(model):
-        state = start.__wrapped__(model, src, src_valid_lens)
+        state = start(model, src, src_valid_lens)
         logits, _ = model.decoder(decoder_input(tgt, bos), state)
         log_probs = torch.log_softmax(logits.float(), -1)
     return log_probs.gather(2, tgt[..., None]).squeeze(-1).sum(1)
 
 
-@contract(tgt=tensor("B n", "int", "token indices"))
+@contract(tgt=TOKENS)
 def decoder_input(tgt, bos: int):
     """Teacher forcing: the decoder reads <bos> followed by the target shifted right by one.
 

@@ -50,7 +50,7 @@ def softmax_statistics(x: torch.Tensor, block_size: int = 128):
 def online_softmax(x: torch.Tensor, block_size: int = 128) -> torch.Tensor:
     """The softmax of x (*lead, n) over its last axis from the streamed statistics:
     exp(x - m) / l."""
-    m, l = softmax_statistics.__wrapped__(x, block_size)
+    m, l = softmax_statistics(x, block_size)
     return torch.exp(x - m[..., None]) / l[..., None]
 
 
@@ -269,7 +269,7 @@ def sliding_window_attention(queries, keys, values, window: int, *, is_causal: b
         allowed = (j >= 0) & (j < n) & (j >= i - w) & ((j <= i) if is_causal else (j <= i + w))
         if limit is not None:
             allowed = allowed & (j < limit)
-        weights = masked_softmax.__wrapped__(scores, mask=allowed)              # no key: zeros
+        weights = masked_softmax(scores, mask=allowed)              # no key: zeros
         outs.append(weights @ vw[..., b0:b1, :, :])
     return torch.cat(outs, dim=-3).flatten(-3, -2)[..., :n, :]
 

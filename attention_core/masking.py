@@ -19,10 +19,8 @@ from .contracts import contract, lengths, require, size, tensor
 __all__ = ["valid_lens_to_mask", "causal_mask", "masked_softmax"]
 
 
-@contract(n_queries=size("n_q"), n_keys=size("n_k"), batch=size("B"),
-          valid_lens=lengths(per="B n_q", upto="n_k"))
-def valid_lens_to_mask(valid_lens, n_queries: int, n_keys: int, *, batch: int | None = None,
-                       device=None) -> torch.Tensor:
+@contract(n_queries=size("n_q"), n_keys=size("n_k"), valid_lens=lengths(per="B n_q", upto="n_k"))
+def valid_lens_to_mask(valid_lens, n_queries: int, n_keys: int, *, device=None) -> torch.Tensor:
     """Valid lengths -> boolean mask, True where key j may be attended to (j < length).
 
     valid_lens: (B,) one length per sequence, or (B, n_q) one per query; a tensor or a list.

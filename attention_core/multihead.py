@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import dropout_p, math_attention, sdpa_attention
+from .attention import dropout_rate, math_attention, sdpa_attention
 from .contracts import contract, in_features, lengths, positive_int, probability, require, tensor
 from .masking import padding_mask
 from .scoring import linear
@@ -51,12 +51,12 @@ class MultiHeadAttention(nn.Module):
               num_kv_heads=positive_int, query_size=positive_int, key_size=positive_int,
               value_size=positive_int,
               where=[require(lambda num_hiddens, num_heads: num_hiddens % num_heads == 0,
-                             lambda d, h: f"num_hiddens ({d}) must be divisible by num_heads "
-                             f"({h})"),
+                             "num_hiddens ({num_hiddens}) must be divisible by num_heads "
+                             "({num_heads})"),
                      require(lambda num_kv_heads, num_heads: num_kv_heads is None
                              or num_heads % num_kv_heads == 0,
-                             lambda h_kv, h: f"num_kv_heads ({h_kv}) must divide num_heads ({h}): "
-                             f"each key/value head serves a whole group of query heads")])
+                             "num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads}): "
+                             "each key/value head serves a whole group of query heads")])
     def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
                  bias: bool = False, num_kv_heads: int | None = None, *,
                  query_size: int | None = None, key_size: int | None = None,
@@ -130,7 +130,7 @@ class MultiHeadAttention(nn.Module):
         # keeping the weights (B, h, n_q, n_k), or torch's fused kernel, which stores none
         attention = math_attention if need_weights else sdpa_attention
         out, self.attention_weights = attention(q, k, v, mask, is_causal=is_causal,
-                                                dropout_p=dropout_p(self))  # (B, h, n_q, d_head)
+                                                dropout_p=dropout_rate(self))  # (B, h, n_q, d_head)
         if head_mask is not None:  # (h,) or (B, h) -> broadcast over positions and features
             out = out * head_mask.to(out.dtype)[..., None, None]
         return self.W_o(self.merge_heads(out))  # (B, n_q, num_hiddens)

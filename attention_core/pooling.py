@@ -75,11 +75,11 @@ def nadaraya_watson(x_train: torch.Tensor, y_train: torch.Tensor, x_query: torch
     sums to 1, except for a query that no key reaches (a boxcar or Epanechnikov kernel
     narrower than the gap to the nearest key), whose weights and prediction are 0.
     """
-    scores = kernel_scores.__wrapped__(x_query, x_train, kernel, bandwidth)  # (n_q, n_train)
+    scores = kernel_scores(x_query, x_train, kernel, bandwidth)  # (n_q, n_train)
     mask = None  # True where query i may attend to key j
     if exclude_self:  # leave-one-out: every key but the query's own, (n_train, n_train)
         mask = ~torch.eye(len(x_train), dtype=torch.bool, device=x_train.device)
-    weights = masked_softmax.__wrapped__(scores, mask=mask)  # (n_q, n_train): rows sum to 1
+    weights = masked_softmax(scores, mask=mask)  # (n_q, n_train): rows sum to 1
     return weights @ y_train, weights            # (n_queries,): sum_i alpha_i y_i
 
 

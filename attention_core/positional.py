@@ -98,7 +98,7 @@ def rotation_matrix(delta: float, num_hiddens: int, dtype=torch.float64, device=
     (sine-only) column has no partner, and no such linear map exists; d must be even.
     """
     M = torch.zeros(num_hiddens, num_hiddens, dtype=dtype, device=device)
-    angles = delta * frequencies.__wrapped__(num_hiddens, dtype=dtype, device=device)  # (d/2,)
+    angles = delta * frequencies(num_hiddens, dtype=dtype, device=device)  # (d/2,)
     c, s = torch.cos(angles), torch.sin(angles)
     even = torch.arange(0, num_hiddens, 2, device=device)  # the sine column of each pair
     # block j fills rows and columns 2j (sine) and 2j + 1 (cosine)

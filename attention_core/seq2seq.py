@@ -26,20 +26,20 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .attention import AdditiveAttention
 from .contracts import contract, instance_of, lengths, one_of, positive_int, probability, tensor
-from .decoding import DecoderState
+from .decoding import TOKENS, DecoderState
 
 __all__ = ["GRUEncoder", "PlainDecoder", "AttentionDecoder", "EncoderDecoder", "make_model"]
 
 HIDDEN = {"batch_dim": 1}  # a GRU's state is (layers, B, d): batch on axis 1
-TOKENS = tensor("B n", "int", "token indices")
-SIZES = dict(vocab_size=positive_int, embed_size=positive_int, num_hiddens=positive_int,
-             num_layers=positive_int, dropout=probability)
+# what the three GRU modules' constructors accept
+GRU_ARGS = dict(vocab_size=positive_int, embed_size=positive_int, num_hiddens=positive_int,
+                num_layers=positive_int, dropout=probability)
 
 
 class GRUEncoder(nn.Module):
     """Embedding, then a GRU over the valid tokens of each source sentence."""
 
-    @contract(**SIZES)
+    @contract(**GRU_ARGS)
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
                  dropout: float = 0.0):
         super().__init__()
@@ -76,7 +76,7 @@ class PlainDecoder(nn.Module):
     """GRU decoder whose only view of the source is the encoder's final top-layer state.
     forward(tokens (B, n), state) -> (logits (B, n, vocab), new state)."""
 
-    @contract(**SIZES)
+    @contract(**GRU_ARGS)
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
                  dropout: float = 0.0):
         super().__init__()
@@ -113,7 +113,7 @@ class AttentionDecoder(nn.Module):
     attention_size: the hidden size d_a of the additive score (default: num_hiddens).
     """
 
-    @contract(**SIZES, attention_size=positive_int)
+    @contract(**GRU_ARGS, attention_size=positive_int)
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
                  dropout: float = 0.0, attention_size: int | None = None):
         super().__init__()

@@ -23,8 +23,8 @@ import math
 import torch
 from torch import nn
 
-from .contracts import contract, instance_of, lengths, positive_int, probability, require, tensor
-from .decoding import DecoderState
+from .contracts import contract, instance_of, lengths, positive_int, probability, require
+from .decoding import TOKENS, DecoderState
 from .masking import padding_mask
 from .multihead import MultiHeadAttention
 from .positional import PositionalEncoding
@@ -34,7 +34,6 @@ __all__ = ["PositionWiseFFN", "AddNorm", "TokenEmbedding", "TransformerEncoderBl
            "TransformerEncoder", "TransformerState", "TransformerDecoderBlock",
            "TransformerDecoder", "keep_attention_weights", "make_transformer"]
 
-TOKENS = tensor("B n", "int", "token indices")
 
 
 class PositionWiseFFN(nn.Module):
@@ -83,10 +82,13 @@ class AddNorm(nn.Module):
         return self.ln(self.dropout(Y) + X)
 
     def residual(self, X, sublayer):
-        """The residual step around ``sublayer`` in this module's norm placement."""
-        if self.norm_first:
-            return X + self.dropout(sublayer(self.ln(X)))
-        return self(X, sublayer(X))
+        """The residual step around ``sublayer`` in this module's norm placement. A sublayer
+        that also returns something else (the decoder's grown cache) returns (output, extra),
+        and so does this step: (the step's output, extra)."""
+        out = sublayer(self.ln(X) if self.norm_first else X)
+        out, *extra = out if isinstance(out, tuple) else (out,)
+        Y = X + self.dropout(out) if self.norm_first else self(X, out)  # pre- or post-norm
+        return (Y, *extra) if extra else Y
 
 
 class TransformerEncoderBlock(nn.Module):
@@ -112,11 +114,9 @@ class TransformerEncoderBlock(nn.Module):
     def forward(self, X, valid_lens=None, *, is_causal: bool = False):
         """is_causal: position i attends to positions <= i only (a decoder-only, GPT-style
         block: causal self-attention and the FFN, no cross-attention)."""
-        def self_attention(H):
-            return self.attention(H, H, H, valid_lens, is_causal=is_causal)
-
-        Y = self.addnorm1.residual(X, self_attention)      # (B, n, d)
-        return self.addnorm2.residual(Y, self.ffn)          # (B, n, d)
+        Y = self.addnorm1.residual(
+            X, lambda H: self.attention(H, H, H, valid_lens, is_causal=is_causal))  # (B, n, d)
+        return self.addnorm2.residual(Y, self.ffn)                                 # (B, n, d)
 
 
 class TokenEmbedding(nn.Embedding):
@@ -211,19 +211,11 @@ class TransformerDecoderBlock(nn.Module):
 
     @contract(X="B n d", src_valid_lens=lengths(per="B", upto="n_src"))
     def forward(self, X, cross_kv, src_valid_lens=None, cache=None):
-        new_cache = []                                    # self-attention's grown cache
-
-        def self_attention(H):                            # causal, over the cache and H
-            out, grown = self.self_attention(H, cache)
-            new_cache.append(grown)
-            return out
-
-        def cross_attention(H):                           # the encoder's output, once per block
-            return self.cross_attention(H, cross_kv, src_valid_lens)
-
-        Y = self.addnorm1.residual(X, self_attention)     # (B, n, d)
-        Z = self.addnorm2.residual(Y, cross_attention)    # (B, n, d)
-        return self.addnorm3.residual(Z, self.ffn), new_cache[0]
+        # causal self-attention over the cache and X, which grows the cache by X's positions
+        Y, cache = self.addnorm1.residual(X, lambda H: self.self_attention(H, cache))
+        # cross-attention to the last encoder block's output
+        Z = self.addnorm2.residual(Y, lambda H: self.cross_attention(H, cross_kv, src_valid_lens))
+        return self.addnorm3.residual(Z, self.ffn), cache                          # (B, n, d)
 
     def self_attention(self, X, cache):
         """Causal self-attention over the cache and X; returns (output, grown cache)."""

@@ -79,7 +79,7 @@ def local_attention(queries, keys, values, centers, window: int, *, gaussian: bo
     k_win, v_win = keys[rows, safe], values[rows, safe]          # (B, n_q, 2D+1, d or d_v)
     scores = (queries.unsqueeze(2) @ k_win.transpose(-2, -1)).squeeze(2)    # (B, n_q, 2D+1)
     scores = scores / math.sqrt(queries.shape[-1])
-    weights = masked_softmax.__wrapped__(scores, mask=usable)      # (B, n_q, 2D+1)
+    weights = masked_softmax(scores, mask=usable)      # (B, n_q, 2D+1)
     if gaussian:
         sigma = window / 2
         weights = weights * torch.exp(-((positions - centers[..., None]) ** 2) / (2 * sigma**2))
@@ -128,7 +128,7 @@ class LocalAttention(nn.Module):
             S = (mask.sum(-1).to(queries.dtype) if mask is not None
                  else queries.new_full((batch, 1), n_k))
             centers = self.predict_centers(queries, S - 1)
-        out, self.attention_weights, self.positions = local_attention.__wrapped__(
+        out, self.attention_weights, self.positions = local_attention(
             queries, keys, values, centers, self.window, gaussian=self.mode == "p", mask=mask)
         self.centers, self.n_keys = centers, n_k
         return out
@@ -152,8 +152,8 @@ def sample_hard_attention(scores, values, valid_lens=None, generator=None):
     Returns (output (B, n_q, d_v), index (B, n_q), log_prob (B, n_q)), where log_prob = log
     alpha_i is differentiable with respect to the scores.
     """
-    weights = masked_softmax.__wrapped__(scores, valid_lens)       # alpha: (B, n_q, n_k)
-    return sample_values.__wrapped__(weights, values, generator)
+    weights = masked_softmax(scores, valid_lens)       # alpha: (B, n_q, n_k)
+    return sample_values(weights, values, generator)
 
 
 @contract(weights="B n_q n_k", values="B n_k d_v")

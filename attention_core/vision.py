@@ -54,7 +54,7 @@ class PatchEmbedding(nn.Module):
               where=[require(lambda self, images: _whole_patches(images, self.patch_size),
                              lambda self, images: _not_whole_patches(images, self.patch_size))])
     def forward(self, images):
-        return self.proj(patchify.__wrapped__(images, self.patch_size))
+        return self.proj(patchify(images, self.patch_size))
 
     def as_conv2d(self) -> nn.Conv2d:
         """The same map as a convolution with kernel = stride = P, sharing these weights' values:
@@ -79,8 +79,7 @@ class VisionTransformer(nn.Module):
 
     @contract(image_size=positive_int, num_blks=positive_int, num_classes=positive_int,
               where=[require(lambda image_size, patch_size: image_size % patch_size == 0,
-                             lambda image_size, patch_size: f"patch_size={patch_size} must "
-                             f"divide image_size={image_size}")])
+                             "patch_size={patch_size} must divide image_size={image_size}")])
     def __init__(self, image_size: int, patch_size: int, num_hiddens: int, ffn_num_hiddens: int,
                  num_heads: int, num_blks: int, num_classes: int, *, channels: int = 3,
                  dropout: float = 0.0, positions: bool = True):

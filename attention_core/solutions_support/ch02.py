@@ -43,7 +43,7 @@ def nadaraya_watson_nd(x_train: torch.Tensor, y_train: torch.Tensor, x_query: to
     nearest key) gets zero weights and a zero prediction, as in the chapter.
     """
     scores = kernel_scores_nd(x_query, x_train, kernel, bandwidth)  # (n_queries, n_train)
-    weights = masked_softmax.__wrapped__(scores)                    # rows sum to 1
+    weights = masked_softmax(scores)                    # rows sum to 1
     return weights @ y_train, weights
 
 

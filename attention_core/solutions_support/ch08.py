@@ -17,8 +17,9 @@ import torch
 from torch import nn
 
 from ..contracts import contract, positive, positive_int
+from ..decoding import TOKENS
 from ..positional import PositionalEncoding
-from ..transformer import TOKENS, TokenEmbedding, TransformerEncoderBlock
+from ..transformer import TokenEmbedding, TransformerEncoderBlock
 from ..worlds.training import fit, linear_decay
 from ..worlds.vocab import UNK, source_and_target
 

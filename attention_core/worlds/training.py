@@ -7,6 +7,7 @@ the same weights whichever task trains.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable
 
@@ -61,35 +62,43 @@ def fit(model: nn.Module, batches: Callable[[], Iterable], loss: Callable, *,
     total = epochs * steps_per_epoch
     scheduler = (None if schedule is None else
                  torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule(step, total)))
-    caller_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
     history, step = [], 0
     model.train()
+    with cpu_threads(threads), tqdm(total=total, disable=not progress, desc=desc,
+                                    mininterval=0.5) as bar:
+        for epoch in range(1, epochs + 1):
+            records = []
+            for batch in batches():
+                out = loss(model, batch)
+                value, record = out if isinstance(out, tuple) else (out, out)
+                optimizer_step(model, optimizer, value, clip)
+                if scheduler is not None:
+                    scheduler.step()
+                step += 1
+                records.append(record.detach())  # kept on the device: no wait per step
+                bar.update(1)
+                if on_step is not None:
+                    on_step(step, records[-1])
+            history.append(torch.stack(records).mean().item())  # one host read per epoch
+            bar.set_postfix(epoch=epoch, loss=f"{history[-1]:.3f}", refresh=False)
+            if on_epoch is not None:
+                on_epoch(epoch, model)
+                model.train()
+    return history
+
+
+@contextlib.contextmanager
+def cpu_threads(threads: int | None):
+    """Inside the block, torch computes on ``threads`` CPU threads (None: as many as before);
+    after it, on as many as before."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
     try:
-        with tqdm(total=total, disable=not progress, desc=desc, mininterval=0.5) as bar:
-            for epoch in range(1, epochs + 1):
-                records = []
-                for batch in batches():
-                    out = loss(model, batch)
-                    value, record = out if isinstance(out, tuple) else (out, out)
-                    optimizer_step(model, optimizer, value, clip)
-                    if scheduler is not None:
-                        scheduler.step()
-                    step += 1
-                    records.append(record.detach())  # kept on the device: no wait per step
-                    bar.update(1)
-                    if on_step is not None:
-                        on_step(step, records[-1])
-                history.append(torch.stack(records).mean().item())  # one host read per epoch
-                bar.set_postfix(epoch=epoch, loss=f"{history[-1]:.3f}", refresh=False)
-                if on_epoch is not None:
-                    on_epoch(epoch, model)
-                    model.train()
+        yield
     finally:
         if threads is not None:
-            torch.set_num_threads(caller_threads)
-    return history
+            torch.set_num_threads(before)
 
 
 # ---- schedules: factor(step, total steps) of the peak rate --------------------------------
@@ -103,7 +112,8 @@ def linear_decay(step: int, total: int) -> float:
 @dataclasses.dataclass(frozen=True, init=False)
 class WarmupLinearDecay:
     """A linear rise over ``warmup`` steps to the peak rate, then a linear fall to 0 at the
-    last step: factor(step) = min(step / warmup, (total - step) / (total - warmup))."""
+    last step: factor(step) = min((step + 1) / warmup, (total - step) / (total - warmup)), step
+    counting from 0."""
 
     warmup: int
 
@@ -118,7 +128,8 @@ class WarmupLinearDecay:
 @dataclasses.dataclass(frozen=True, init=False)
 class InverseSqrtWarmup:
     """Vaswani et al.'s schedule as a factor of the peak rate: a linear rise over ``warmup``
-    steps, then decay as 1/sqrt(step): factor(step) = min(step / warmup, sqrt(warmup / step))."""
+    steps, then decay as 1/sqrt(step): factor(step) = min((step + 1) / warmup,
+    sqrt(warmup / (step + 1))), step counting from 0."""
 
     warmup: int
 

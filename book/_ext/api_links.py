@@ -19,7 +19,7 @@ import re
 from docutils import nodes
 
 CALL = re.compile(r"\(.*\)$", re.S)
-AXES_GROUP = re.compile(r"(?<![\\\w*])\*(?=\w+[,)])")  # *h in (B, *h, n_q, d)
+AXES_GROUP = re.compile(r"(?<![\\\w*])\*(?=\w+(?![\w*]))")  # *h, but not *emphasis*
 PREFIXES = ("attention_core.", "ac.")
 
 
