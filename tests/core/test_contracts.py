@@ -197,3 +197,21 @@ def test_the_docstring_gives_each_tensors_shape_as_its_contract_does(qualname, f
             re.escape(w) for w in expected.split(", ")))
         assert any(pattern.search(doc) for doc in docs), \
             f"{qualname}: no docstring says `{name} {expected}` (the contract's shape)"
+
+
+def test_the_order_of_a_contracts_keywords_does_not_matter():
+    @contract(valid_lens=lengths(per="B", upto="n_k"), keys="B n_k d")   # lengths named first
+    def f(keys, valid_lens=None):
+        return keys
+
+    raises(lambda: f(torch.zeros(2, 3, 4), torch.tensor([1, 9])), ValueError,
+           "valid_lens must be whole numbers in [0, 3] (the number of keys), got [1, 9]")
+
+
+def test_a_rules_message_may_be_a_template_of_its_arguments():
+    @contract(where=[require(lambda a, b: a % b == 0, "a ({a}) must be a multiple of b ({b})")])
+    def f(a, b):
+        return a // b
+
+    assert f(6, 3) == 2
+    raises(lambda: f(7, 3), ValueError, "a (7) must be a multiple of b (3)")
