@@ -29,7 +29,6 @@ from .contracts import (
     broadcast_like_torch,
     contract,
     grouped_heads,
-    in_features,
     instance_of,
     leading_shapes,
     lengths,
@@ -40,7 +39,7 @@ from .contracts import (
     scores_mask,
 )
 from .masking import causal_mask, masked_softmax, padding_mask
-from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, linear
+from .scoring import SCORE_FUNCTIONS, ScoreFunction, additive_scores, in_features, linear
 
 __all__ = ["attend", "BACKENDS", "DotProductAttention", "AdditiveAttention", "ScoredAttention",
            "SelfAttention"]

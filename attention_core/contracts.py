@@ -33,7 +33,6 @@ import inspect
 from collections.abc import Callable, Sequence
 
 import torch
-from torch.nn.modules.lazy import LazyModuleMixin
 
 MAX_EXTRA_AXES = 5  # a "*h" group: up to five axes (ranks up to 8 for "B *h n d")
 # How an error message speaks of a shape's symbols: the legend of ``help(attention_core)``
@@ -448,9 +447,3 @@ def _heads_apart(q, k) -> str:
 
 
 grouped_heads = require(_heads_group, _heads_apart)
-
-
-def in_features(layer) -> int | None:
-    """A linear layer's input size, or None while it is lazy (the size found at its first call)."""
-    return None if isinstance(layer, LazyModuleMixin) and layer.has_uninitialized_params() \
-        else layer.in_features

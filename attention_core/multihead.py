@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 from .attention import dropout_rate, math_attention, sdpa_attention
-from .contracts import contract, in_features, lengths, positive_int, probability, require, tensor
+from .contracts import contract, lengths, positive_int, probability, require, tensor
 from .masking import padding_mask
-from .scoring import linear
+from .scoring import in_features, linear
 
 __all__ = ["MultiHeadAttention", "kv_cache_bytes"]
 

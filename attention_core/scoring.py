@@ -15,18 +15,27 @@ import math
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.modules.lazy import LazyModuleMixin
 
-from .contracts import contract, in_features, positive, positive_int
+from .contracts import contract, positive, positive_int
 
 __all__ = ["SCORE_FUNCTIONS", "ScoreFunction", "DotScore", "ScaledDotScore", "CosineScore",
            "GeneralScore", "ConcatScore", "AdditiveScore"]
 
 
 def linear(in_features: int | None, out_features: int, bias: bool = False) -> nn.Module:
-    """A linear layer, lazy (input size found on the first call) when the size is unknown."""
+    """A linear layer, without a bias unless asked (the projections of attention have none),
+    lazy (its input size found on the first call) when the size is unknown."""
     if in_features is None:
         return nn.LazyLinear(out_features, bias=bias)
     return nn.Linear(in_features, out_features, bias=bias)
+
+
+def in_features(layer: nn.Module) -> int | None:
+    """A linear layer's input size, or None while it is lazy (the size found at its first call)."""
+    if isinstance(layer, LazyModuleMixin) and layer.has_uninitialized_params():
+        return None
+    return layer.in_features
 
 
 class ScoreFunction(nn.Module):
