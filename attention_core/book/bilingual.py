@@ -46,8 +46,7 @@ def _number(en: str) -> str:
 
 def pick(label: str, lang: str) -> str:
     """One language of a label; the Chinese keeps a leading chapter number:
-    pick("2. Attention Pooling · 注意力汇聚", "zh") == "2. 注意力汇聚". Text without a
-    separator is returned as it is."""
+    pick("4. Keys · 键", "zh") == "4. 键". Text without a separator is returned as it is."""
     en, zh = split(label)
     if zh is None or lang == "en":
         return en
