@@ -5,8 +5,10 @@ paragraph wrapped after "输入。" shows "输入。 本书". A space typed betw
 ("把 键值缓存", often left where an English term was replaced) is just as stray. Before each
 page is written we remove, in prose only (never in code, math or raw HTML), any white space
 between a CJK character (ideograph or CJK punctuation) and the next CJK character. The spaces
-around Latin words, numbers and math stay ("用 softmax 归一化", "第 $i$ 个", "第 1 章"). The rule
-works across inline markup: "斯坦福、\n**微软**" and "这就是 *键值缓存*" lose their space too.
+around Latin words, numbers and math stay ("用 softmax 归一化", "第 $i$ 个", "第 1 章"). Curly
+quotes are Chinese punctuation on their inner side: "译为 “2021”" and "“four” 在英文里" lose their
+space, while English prose keeps "the word “key” is". The rule works across inline markup:
+"斯坦福、\n**微软**" and "这就是 *键值缓存*" lose their space too.
 """
 from __future__ import annotations
 
@@ -17,8 +19,12 @@ from docutils import nodes
 IDEO = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 PUNCT = "\u3000-\u303f\uff00-\uffef"
 CJK = f"[{IDEO}{PUNCT}]"
-# the white space to remove, seen in the text of a run of neighbouring prose nodes
-STRAY = [re.compile(rf"(?<={CJK})\s+(?={CJK})")]
+OPENING, CLOSING = "\u201c\u2018", "\u201d\u2019"  # “‘ and ”’
+# the white space to remove, seen in the text of a run of neighbouring prose nodes: between two
+# CJK characters, before an opening quote that follows one, after a closing quote before one
+STRAY = [re.compile(rf"(?<={CJK})\s+(?={CJK})"),
+         re.compile(rf"(?<={CJK})\s+(?=[{OPENING}])"),
+         re.compile(rf"(?<=[{CLOSING}])\s+(?={CJK})")]
 # text in these is not prose: keep it byte for byte
 VERBATIM = (nodes.FixedTextElement, nodes.literal, nodes.math, nodes.raw, nodes.comment)
 

@@ -15,3 +15,14 @@ def test_spaces_around_latin_words_and_math_stay():
     assert tighten("用 softmax\n归一化") == "用 softmax\n归一化"
     assert tighten("第 1 章 注意力提示") == "第 1 章注意力提示"
     assert tighten("第 $i$ 个 token 的") == "第 $i$ 个 token 的"
+
+
+def test_curly_quotes_count_as_chinese_punctuation_on_their_inner_side():
+    assert tighten("译为 “2021 年 3 月 14 日”") == "译为“2021 年 3 月 14 日”"
+    assert tighten("在英文里是\n“four hundred” 在中文里") == "在英文里是“four hundred”在中文里"
+    assert tighten("例如 “the 14th of march , 2021” 或 “march”") \
+        == "例如“the 14th of march , 2021”或“march”"
+    # English keeps its spaces around quotes, and so do Latin words beside them in Chinese
+    assert tighten("the word “key” is short") == "the word “key” is short"
+    assert tighten("“a” “b”") == "“a” “b”"
+    assert tighten("用 “softmax” 归一化") == "用“softmax”归一化"
