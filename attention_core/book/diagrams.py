@@ -184,7 +184,7 @@ def draw_transformer_diagram(ax, B="B", n_src="n_src", n_tgt="n", d="d", vocab="
     # encoder: every block reads the previous one; the first reads the embeddings
     e_first, e_last, e_top, _ = block(
         enc, 1.12, [(["multi-head self-attention", "多头自注意力"], attention),
-                    (["position-wise FFN", "逐位前馈网络"], ffn)],
+                    (["position-wise FFN", "逐位置前馈网络"], ffn)],
         -1, "#eef4fb", ["encoder block × L", "编码器块 × L"])
     arrow([(enc, 0.87), (enc, e_first)])
     shape(enc, 0.87, 1.12, src)
@@ -196,7 +196,7 @@ def draw_transformer_diagram(ax, B="B", n_src="n_src", n_tgt="n", d="d", vocab="
         dec, d_bottom, [(["causal (masked) self-attention", "因果（掩码）自注意力"], attention),
                         (["cross-attention · 交叉注意力", "K, V: encoder · K、V：编码器"],
                          attention),
-                        (["position-wise FFN", "逐位前馈网络"], ffn)],
+                        (["position-wise FFN", "逐位置前馈网络"], ffn)],
         1, "#eff7eb", ["decoder block × L", "解码器块 × L"])
     arrow([(dec, 0.87), (dec, d_first)])
     shape(dec, 0.87, d_bottom, tgt)

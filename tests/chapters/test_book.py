@@ -129,21 +129,54 @@ def test_no_image_from_another_site(path):
     assert not re.search(r'(src=\\?"https?://|!\[[^\]]*\]\(https?://)', text)
 
 
-def test_glossary_terms_avoided_in_chapters():
-    rows = [r for r in (ROOT / "book/glossary.md").read_text(encoding="utf-8").splitlines()
-            if r.startswith("|") and not r.startswith("|---")][1:]
+def glossary_avoided():
+    """{avoided word: (English, Chinese)} from every table of book/glossary.md."""
     avoided = {}
-    for row in rows:
+    for row in (ROOT / "book/glossary.md").read_text(encoding="utf-8").splitlines():
+        if not row.startswith("|") or row.startswith("|---") or row.startswith("| English |"):
+            continue
         en, zh, avoid = (c.strip() for c in row.strip("|").split("|"))
         for word in filter(None, (w.strip() for w in avoid.split("、"))):
             avoided[word] = (en, zh)
-    assert "注意力池化" in avoided  # the table was parsed
+    return avoided
+
+
+def chinese_sources():
+    """(where, text) for every place a reader meets Chinese: the pages' prose, the notebooks'
+    code cells (figure labels, printed tables) and the package (widgets, diagrams)."""
     for path in PAGES:
-        if path.name == "glossary.md":
-            continue
-        text = "\n".join(markdown_sources(path))
+        if path.name != "glossary.md":
+            yield path.name, "\n".join(markdown_sources(path))
+        if path.suffix == ".ipynb":
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            yield f"{path.name} (code)", "\n".join("".join(c["source"]) for c in cells
+                                                   if c["cell_type"] == "code")
+    for path in sorted((ROOT / "attention_core").rglob("*.py")):
+        yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
+
+
+def test_glossary_terms_avoided_everywhere():
+    avoided = glossary_avoided()
+    assert {"注意力池化", "批次", "逐位相同"} <= set(avoided)  # both tables were parsed
+    for where, text in chinese_sources():
         for word, (en, zh) in avoided.items():
-            assert word not in text, f"{path.name} uses {word!r}; the glossary says {en} = {zh}"
+            assert word not in text, f"{where} uses {word!r}; the glossary says {en} = {zh}"
+
+
+# Digits grouped in threes (20,000, 32 000, 524\,288, 33{,}024): the Chinese text does not group
+# them, as in d2l-zh (the glossary states the rule; the English groups).
+GROUPED = re.compile(r"(?<![\d.])\d{1,3}(?:,|\\,|\{,\}| )\d{3}(?!\d)")
+ZH_BLOCK = re.compile(r'<div class="lang-zh" lang="zh-Hans">(.*?)</div>', re.S)
+
+
+PROSE_PAGES = [p for p in PAGES if p.name != "glossary.md"]  # the glossary states the rule
+
+
+@pytest.mark.parametrize("path", PROSE_PAGES, ids=[str(p.relative_to(ROOT)) for p in PROSE_PAGES])
+def test_chinese_numbers_not_grouped(path):
+    for block in ZH_BLOCK.findall("\n".join(markdown_sources(path))):
+        prose = re.sub(r"`[^`]*`", "", block)  # code keeps what Python prints
+        assert not GROUPED.search(prose), GROUPED.search(prose).group(0)
 
 
 # Words about the test suite, not about attention. Prose and the comments a reader meets
@@ -151,7 +184,7 @@ def test_glossary_terms_avoided_in_chapters():
 APPARATUS = re.compile(r"nbval|\bbench/|\btests/|\btest_\w+\(|\(asserted\)|\basserts?\b"
                        r"|CPU settings"
                        r"|portable kernels?|native kernels?|ATEN_CPU|OMP_NUM_THREADS|spread\.py"
-                       r"|断言|可移植内核|原生内核|CPU 设置", re.I)
+                       r"|断言|可移植(?:内核|算子)|原生(?:内核|算子)|CPU 设置", re.I)
 
 
 def folded(cell) -> bool:
