@@ -1,5 +1,6 @@
 """The retrieval task of chapter 3: find the stored item whose key matches a noisy query,
-with soft attention (a weighted average) or hard attention (one sampled item, REINFORCE)."""
+with soft attention (a weighted average) or hard attention (one sampled item, REINFORCE), or
+with hard attention's objective computed exactly (its expectation over the items)."""
 from __future__ import annotations
 
 import torch
@@ -29,13 +30,18 @@ def make_retrieval_batch(batch: int, n_items: int = 8, dim: int = 8, noise: floa
     return tuple(t.to(device) for t in (queries, keys, values, targets, index))
 
 
-@contract(mode=one_of("soft", "hard"))
+MODES = ("soft", "hard", "expected")
+
+
+@contract(mode=one_of(*MODES))
 def retrieval_loss(model, batch, mode: str, baseline: float = 0.0, generator=None):
     """Loss of one retrieval batch with soft or hard attention; ``model`` is a ScoredAttention.
 
     soft: the output is the weighted average of the values; the loss is its squared error and
     gradients flow through the weights. hard: one item is sampled per query; its squared
     error has no gradient, and the returned surrogate's gradient is the REINFORCE estimate.
+    expected: hard attention's objective without the sampling, the expected squared error
+    sum_i alpha_i (v_i - y)^2 over the items, whose gradient is exact.
     Returns (surrogate loss to differentiate, mean squared error (a float)).
     """
     queries, keys, values, targets, _ = batch
@@ -43,6 +49,10 @@ def retrieval_loss(model, batch, mode: str, baseline: float = 0.0, generator=Non
         errors = ((model(queries, keys, values) - targets) ** 2).flatten()
         return errors.mean(), errors.mean().item()
     scores = model.score(queries, keys)
+    if mode == "expected":
+        alpha = torch.softmax(scores, dim=-1)                                   # (B, 1, n)
+        errors = (alpha * (values.transpose(1, 2) - targets) ** 2).sum(-1).flatten()
+        return errors.mean(), errors.mean().item()
     out, _, log_prob = sample_hard_attention(scores, values, generator=generator)
     errors = ((out - targets) ** 2).flatten()
     return reinforce_loss(errors, log_prob.flatten(), baseline), errors.mean().item()
@@ -56,13 +66,14 @@ def retrieval_accuracy(model, data) -> float:
     return (scores.argmax(-1).flatten() == index).float().mean().item()
 
 
-@contract(mode=one_of("soft", "hard"), steps=positive_int, batch=positive_int, lr=positive,
+@contract(mode=one_of(*MODES), steps=positive_int, batch=positive_int, lr=positive,
           log_every=positive_int)
 def fit_retrieval(model, mode: str, held_out, *, steps: int = 300, batch: int = 64,
                   lr: float = 0.05, generator: torch.Generator | None = None,
                   log_every: int = 50, use_baseline: bool = True, **task):
     """Train ``model`` on fresh retrieval batches drawn from ``generator``, with soft or hard
-    attention (``fit``, Adam), and measure its accuracy on the ``held_out`` batch.
+    attention or hard attention's exact expected loss (``fit``, Adam), and measure its accuracy
+    on the ``held_out`` batch.
 
     Hard attention uses a running mean of the loss as its REINFORCE baseline when
     ``use_baseline``. Returns [(step, training mean squared error, held-out accuracy), ...],

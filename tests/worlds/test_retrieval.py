@@ -1,4 +1,5 @@
-"""The retrieval task of chapter 3: soft and hard attention learn a noisy lookup."""
+"""The retrieval task of chapter 3: soft and hard attention, and hard attention's exact
+objective, learn a noisy lookup."""
 import pytest
 import torch
 
@@ -34,8 +35,8 @@ def _model():
     return m
 
 
-@pytest.mark.parametrize("mode", ["soft", "hard"])
-def test_both_modes_learn_the_lookup(mode):
+@pytest.mark.parametrize("mode", ["soft", "hard", "expected"])
+def test_every_mode_learns_the_lookup(mode):
     held_out = make_retrieval_batch(500, generator=torch.Generator().manual_seed(1))
     model = _model()
     history = fit_retrieval(model, mode, held_out, steps=150, log_every=50,
@@ -50,5 +51,22 @@ def test_soft_gradient_is_exact_and_hard_is_noisy():
     model = _model()
     assert gradient_draws(model, data, "soft", 5).std(0).abs().max() == 0
     assert gradient_draws(model, data, "hard", 20).std(0).abs().max() > 0
-    with pytest.raises(ValueError, match=r"mode must be one of \['hard', 'soft'\]"):
+    with pytest.raises(ValueError, match=r"mode must be one of \['expected', 'hard', 'soft'\]"):
         retrieval_loss(model, data, "medium")
+
+
+def test_expected_mode_is_hard_attentions_objective_without_the_sampling():
+    data = make_retrieval_batch(32, generator=torch.Generator().manual_seed(3))
+    model = _model()
+    torch.nn.init.normal_(model.score.W.weight, std=0.5, generator=torch.Generator().manual_seed(4))
+    queries, keys, values, targets, _ = data
+    expected, mse = retrieval_loss(model, data, "expected")
+    soft, _ = retrieval_loss(model, data, "soft")
+    alpha = torch.softmax(model.score(queries, keys), dim=-1)                   # (32, 1, 8)
+    spread = (alpha * (values.transpose(1, 2) - alpha @ values) ** 2).sum(-1).mean()
+    torch.testing.assert_close(expected, soft + spread)  # E[L(v_i)] = L(E[v]) + variance
+    assert mse == expected.item()
+    exact = torch.autograd.grad(expected, model.score.W.weight)[0].flatten()
+    draws = gradient_draws(model, data, "hard", 4000, generator=torch.Generator().manual_seed(5))
+    error = draws.std(0) / 4000 ** 0.5                   # the Monte Carlo error of the mean
+    assert ((draws.mean(0) - exact).abs() < 4 * error + 1e-6).all()  # REINFORCE aims at it
