@@ -6,15 +6,17 @@ mixed by W_o. The heads run in parallel within the layer; they are not stacked.
 """
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
 from .attention import dropout_rate, math_attention, sdpa_attention
-from .contracts import contract, lengths, positive_int, probability, require, tensor
+from .contracts import contract, instance_of, lengths, positive_int, probability, require, tensor
 from .masking import padding_mask
 from .scoring import in_features, linear
 
-__all__ = ["MultiHeadAttention", "kv_cache_bytes"]
+__all__ = ["MultiHeadAttention", "kv_cache_bytes", "pool_kv_heads"]
 
 
 def _head_mask_fits(queries, head_mask, self) -> bool:
@@ -141,3 +143,30 @@ def kv_cache_bytes(num_layers: int, num_kv_heads: int, d_head: int, dtype=torch.
     """Bytes a decoder caches per token: a key and a value per layer and key/value head,
     2 * layers * kv_heads * d_head * bytes per number."""
     return 2 * num_layers * num_kv_heads * d_head * torch.empty((), dtype=dtype).element_size()
+
+
+@contract(layer=instance_of(MultiHeadAttention, "a MultiHeadAttention"), num_kv_heads=positive_int,
+          where=[require(lambda layer, num_kv_heads: layer.num_kv_heads % num_kv_heads == 0,
+                         lambda layer, num_kv_heads: f"num_kv_heads ({num_kv_heads}) must divide "
+                         f"the layer's num_kv_heads ({layer.num_kv_heads}): each new key/value "
+                         f"head is the mean of a whole group of old ones"),
+                 require(lambda layer: not nn.parameter.is_lazy(layer.W_k.weight),
+                         "layer's key and value projections are lazy and not built yet: call "
+                         "the layer once, or give it key_size and value_size")])
+def pool_kv_heads(layer: MultiHeadAttention, num_kv_heads: int) -> MultiHeadAttention:
+    """Ainslie et al.'s conversion of a trained layer to grouped-query attention: a copy with
+    ``num_kv_heads`` key/value heads, new head j the mean of the key (and value) projections of
+    old heads j * g ... j * g + g - 1, g = layer.num_kv_heads / num_kv_heads, which are the heads
+    whose query heads it now serves. W_q and W_o are copied unchanged."""
+    pooled = copy.deepcopy(layer)
+    group = layer.num_kv_heads // num_kv_heads
+    for name in ("W_k", "W_v"):
+        old = getattr(layer, name)
+        new = nn.Linear(old.in_features, old.out_features // group, bias=old.bias is not None,
+                        device=old.weight.device, dtype=old.weight.dtype)
+        with torch.no_grad():  # rows of head j are j * d_head ... (j + 1) * d_head - 1
+            for new_p, old_p in zip(new.parameters(), old.parameters()):  # weight, bias
+                new_p.copy_(old_p.unflatten(0, (num_kv_heads, group, -1)).mean(1).flatten(0, 1))
+        setattr(pooled, name, new)
+    pooled.num_kv_heads = num_kv_heads
+    return pooled

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from attention_core import MultiHeadAttention
+from attention_core.multihead import pool_kv_heads
 
 
 def make(num_hiddens=16, heads=4, **kw):
@@ -195,3 +196,49 @@ def test_kv_cache_bytes_counts_what_project_kv_returns():
     assert kv_cache_bytes(32, 32, 128) == 512 * 1024  # a 7B-class model without grouping
     with pytest.raises(ValueError, match="num_layers must be a positive int"):
         kv_cache_bytes(0, 1, 1)
+
+
+# --- converting a trained layer to grouped-query attention -------------------------------
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_pool_kv_heads_is_the_layer_itself_when_each_group_already_shares_its_heads(bias):
+    """A group of equal key/value heads pools to that head: GQA built from the MHA with
+    repeated heads, then pooled back, computes what the MHA computes."""
+    gqa = make(num_kv_heads=2, bias=bias)
+    full = make(bias=bias)
+    state = gqa.state_dict()
+    for name in ("W_k", "W_v"):
+        state[f"{name}.weight"] = gqa.state_dict()[f"{name}.weight"].view(2, 4, 16) \
+            .repeat_interleave(2, 0).reshape(16, 16)
+        if bias:
+            state[f"{name}.bias"] = gqa.state_dict()[f"{name}.bias"].view(2, 4) \
+                .repeat_interleave(2, 0).reshape(16)
+    full.load_state_dict(state)
+    pooled = pool_kv_heads(full, 2)
+    assert pooled.num_kv_heads == 2 and full.num_kv_heads == 4  # a copy: the layer is unchanged
+    x = torch.randn(2, 6, 16)
+    torch.testing.assert_close(pooled(x, x, x), full(x, x, x), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(pooled.W_k.weight, gqa.W_k.weight)
+
+
+def test_pool_kv_heads_averages_each_group_in_the_order_query_heads_read_them():
+    full = make(heads=8)
+    pooled = pool_kv_heads(full, 2)                         # groups: heads 0-3 and 4-7
+    rows = full.W_v.weight.view(8, 2, 16)                    # (head, d_head, in)
+    torch.testing.assert_close(pooled.W_v.weight.view(2, 2, 16),
+                               torch.stack([rows[:4].mean(0), rows[4:].mean(0)]))
+    assert pool_kv_heads(full, 8).W_k.weight.equal(full.W_k.weight)  # groups of one: a copy
+    mqa = pool_kv_heads(pooled, 1)                           # an already grouped layer
+    torch.testing.assert_close(mqa.W_k.weight, full.W_k.weight.view(8, 2, 16).mean(0))
+    x = torch.randn(3, 5, 16)
+    assert mqa(x, x, x).shape == (3, 5, 16)
+
+
+def test_pool_kv_heads_bad_input():
+    with pytest.raises(ValueError, match=r"num_kv_heads \(3\) must divide the layer's "
+                                         r"num_kv_heads \(4\)"):
+        pool_kv_heads(make(), 3)
+    with pytest.raises(TypeError, match="layer must be a MultiHeadAttention, got Linear"):
+        pool_kv_heads(torch.nn.Linear(2, 2), 1)
+    with pytest.raises(ValueError, match="lazy and not built yet"):
+        pool_kv_heads(MultiHeadAttention(16, 4), 2)
