@@ -3,7 +3,8 @@
 Self-attention is blind to order, so each position i gets a vector added to its token's
 embedding: the sinusoidal table of Vaswani et al. (2017), P[i, 2j] = sin(i * w_j),
 P[i, 2j+1] = cos(i * w_j) with angular frequencies w_j = 10000^(-2j/d), or learned vectors.
-Rotary embeddings (RoPE) rotate queries and keys instead of adding anything.
+Rotary embeddings (RoPE) rotate queries and keys instead of adding anything, and ALiBi adds
+nothing to the tokens either: it biases each score by the distance between the two positions.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from torch import nn
 from .contracts import contract, non_negative_int, positive_int, probability, require, tensor
 
 __all__ = ["sinusoidal_table", "frequencies", "rotation_matrix", "PositionalEncoding",
-           "LearnedPositionalEncoding", "RotaryEmbedding"]
+           "LearnedPositionalEncoding", "RotaryEmbedding", "alibi_slopes", "alibi_bias"]
 
 
 def _fits_max_len(self, X, offset) -> bool:
@@ -161,3 +162,31 @@ class RotaryEmbedding(nn.Module):
         out[..., 0::2] = x_even * cos - x_odd * sin  # each pair (x, y) turns to
         out[..., 1::2] = x_even * sin + x_odd * cos  # (x cos - y sin, x sin + y cos)
         return out
+
+
+@contract(num_heads=positive_int)
+def alibi_slopes(num_heads: int, dtype=torch.float32, device=None) -> torch.Tensor:
+    """ALiBi's slope of each head (Press et al., 2022): m_i = 2^(-8i/h) for heads i = 1 .. h,
+    a geometric sequence from 2^(-8/h) to 2^(-8) (their rule for h a power of two; the package
+    uses it for every h). Returns (num_heads,)."""
+    i = torch.arange(1, num_heads + 1, dtype=torch.float64, device=device)
+    return torch.pow(2.0, -8.0 * i / num_heads).to(dtype)
+
+
+@contract(num_heads=positive_int, n_q=positive_int, n_k=positive_int,
+          where=[require(lambda n_q, n_k: n_k is None or n_q <= n_k,
+                         "n_q ({n_q}) must be at most n_k ({n_k}): the queries are the last "
+                         "n_q of the n_k positions")])
+def alibi_bias(num_heads: int, n_q: int, n_k: int | None = None, dtype=torch.float32,
+               device=None) -> torch.Tensor:
+    """ALiBi's bias, added to the scores: -m_h * |i - j| for the query at position i and the
+    key at position j (``alibi_slopes``). The queries are the last n_q of n_k positions
+    (n_k = n_q by default), as a decoder step with a cache sees them. Combine it with a causal
+    mask, which hides j > i: then it is Press et al.'s bias -m_h (i - j). Nothing is added to
+    the tokens, so any length has a bias. Returns (num_heads, n_q, n_k), a float mask for
+    ``attend``."""
+    n_k = n_q if n_k is None else n_k
+    keys = torch.arange(n_k, device=device)
+    queries = keys[n_k - n_q:]                                             # the last n_q
+    distance = (queries[:, None] - keys[None, :]).abs().to(dtype)          # (n_q, n_k)
+    return -alibi_slopes(num_heads, dtype, device)[:, None, None] * distance

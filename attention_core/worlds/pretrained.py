@@ -16,6 +16,9 @@ writes them.
 * ``fetch``: chapter 7's seven fetch models (1, 2, 4 and 8 heads; 8 heads sharing 2 or 1
   key/value heads; 4 heads sharing 1), with their loss histories; chapter 7 loads them unless
   asked to train them.
+* ``lengths``: chapter 6's six look-back models, one per way of giving positions (none,
+  sinusoidal, learned, RoPE at bases 10000 and 100, ALiBi), with their loss histories; chapter
+  6 loads them unless asked to train them.
 
 Each has a ``Recipe`` in ``RECIPES``: the arguments its chapter builds and trains it with,
 which the chapter, this module, ``bench/recipes.py`` and the tests all read. The weights are
@@ -52,6 +55,7 @@ from ..seq2seq import EncoderDecoder, make_model
 from ..transformer import make_transformer
 from .corpus import make_splits
 from .fetch import FetchModel, FetchTask, train_fetch_all
+from .lengths import LookbackModel, train_lookback_all
 from .metrics import exact_match
 from .shapes import make_scenes, train_captioners
 from .training import WarmupLinearDecay
@@ -67,11 +71,12 @@ class Recipe:
 
     kind: "plain" or "attention" (``seq2seq.make_model``'s kind), "transformer"
     (``transformer.make_transformer``), "captioners" (a soft and a hard ``Captioner``) or
-    "fetch" (one ``FetchModel`` per entry of ``heads``). model: the constructor's arguments
-    besides the vocabulary sizes (and the heads); training: the training function's
-    arguments (``train_seq2seq``, ``train_captioners``, ``train_fetch_all``) besides the data,
-    the seed and the device. seed: ``torch.manual_seed`` before each model is built, and the
-    seed of the batches' generator. file: where the weights lie, under ``trained/``.
+    "fetch" (one ``FetchModel`` per entry of ``heads``) or "lengths" (one ``LookbackModel`` per
+    entry of ``positions``). model: the constructor's arguments besides the vocabulary sizes
+    (and the heads, or the positions); training: the training function's arguments
+    (``train_seq2seq``, ``train_captioners``, ``train_fetch_all``, ``train_lookback_all``)
+    besides the data, the seed and the device. seed: ``torch.manual_seed`` before each model is
+    built, and the seed of the batches' generator. file: where the weights lie, under ``trained/``.
     """
 
     kind: str
@@ -80,6 +85,7 @@ class Recipe:
     training: dict
     seed: int = 0
     heads: tuple = ()          # fetch: each model's (num_heads, num_kv_heads)
+    positions: tuple = ()      # lengths: each model's (positions, rope_base or None)
     validated: bool = False    # chapter 4 scores its validation split after every epoch
 
 
@@ -101,7 +107,14 @@ RECIPES = {
                     model=dict(task=FetchTask(n_items=8, n_labels=16), num_hiddens=32),
                     training=dict(),
                     heads=((1, 1), (2, 2), (4, 4), (8, 8), (8, 2), (8, 1), (4, 1))),
+    "lengths": Recipe("lengths", "lengths_chapter6.pt",
+                      model=dict(vocab_size=16, num_hiddens=64, num_heads=4, num_blks=2,
+                                 max_len=128),
+                      training=dict(steps=400, batch=64, length=32, offset=3, lr=3e-3),
+                      positions=(("none", None), ("sinusoidal", None), ("learned", None),
+                                 ("rope", 10000.0), ("rope", 100.0), ("alibi", None))),
 }
+FAMILIES = ("fetch", "lengths")  # kinds whose file holds several models, each with a history
 NAMES = tuple(RECIPES)
 TRANSLATION = ("plain", "attention", "transformer")  # the kinds that translate
 
@@ -135,7 +148,8 @@ def build(name, vocab=None, *, device=None) -> list[nn.Module]:
     as their chapter initialises them, each after ``torch.manual_seed(seed)``: one translation
     model for the vocabularies of ``vocab`` (a TranslationData); the soft and the hard
     captioner for ``vocab`` (a Vocab), the hard one starting from the soft one's weights; or
-    one fetch model per entry of ``heads`` (no vocabulary)."""
+    one fetch model per entry of ``heads``, or one look-back model per entry of ``positions``
+    (no vocabulary)."""
     recipe = recipe_of(name)
     torch.manual_seed(recipe.seed)
     if recipe.kind == "captioners":
@@ -148,6 +162,12 @@ def build(name, vocab=None, *, device=None) -> list[nn.Module]:
         for h, h_kv in recipe.heads:
             torch.manual_seed(recipe.seed)
             models.append(FetchModel(**recipe.model, num_heads=h, num_kv_heads=h_kv))
+    elif recipe.kind == "lengths":
+        models = []
+        for positions, base in recipe.positions:
+            torch.manual_seed(recipe.seed)
+            models.append(LookbackModel(positions, **recipe.model,
+                                        **({"rope_base": base} if base else {})))
     elif recipe.kind == "transformer":
         models = [make_transformer(len(vocab.src_vocab), len(vocab.tgt_vocab), **recipe.model)]
     else:
@@ -162,7 +182,13 @@ def _key(recipe: Recipe, model) -> str:
         return "hard" if isinstance(model.decoder, HardAttentionDecoder) else "soft"
     if recipe.kind == "fetch":
         return f"heads={model.attention.num_heads},kv_heads={model.attention.num_kv_heads}"
+    if recipe.kind == "lengths":
+        return _lengths_key(model.positions, model.rope_base)
     return "model"
+
+
+def _lengths_key(positions: str, base) -> str:
+    return f"positions={positions}" + (f",base={base:g}" if positions == "rope" else "")
 
 
 def _keys(recipe: Recipe) -> list[str]:
@@ -171,6 +197,8 @@ def _keys(recipe: Recipe) -> list[str]:
         return ["soft", "hard"]
     if recipe.kind == "fetch":
         return [f"heads={h},kv_heads={h_kv}" for h, h_kv in recipe.heads]
+    if recipe.kind == "lengths":
+        return [_lengths_key(positions, base) for positions, base in recipe.positions]
     return ["model"]
 
 
@@ -179,7 +207,7 @@ def _stored(recipe: Recipe, record: dict) -> dict:
     if recipe.kind == "captioners":
         return {"soft": (record["soft"], record["losses"]),
                 "hard": (record["hard"], record["hard_losses"])}
-    if recipe.kind == "fetch":
+    if recipe.kind in FAMILIES:
         return {k: (state_dict, record["histories"][k])
                 for k, state_dict in record["state_dicts"].items()}
     return {"model": (record["state_dict"], record["losses"])}
@@ -191,7 +219,7 @@ def _record(recipe: Recipe, models, histories) -> dict:
         (soft, hard), (losses, hard_losses) = models, histories
         return {"soft": soft.state_dict(), "hard": hard.state_dict(), "losses": losses,
                 "hard_losses": hard_losses}
-    if recipe.kind == "fetch":
+    if recipe.kind in FAMILIES:
         keys = [_key(recipe, m) for m in models]
         return {"state_dicts": {k: m.state_dict() for k, m in zip(keys, models, strict=True)},
                 "histories": dict(zip(keys, histories, strict=True))}
@@ -203,7 +231,7 @@ def _vocabularies(recipe: Recipe, vocab) -> dict:
     """The token lists a record keeps of the vocabularies its models read."""
     if recipe.kind == "captioners":
         return {"itos": vocab.itos}
-    if recipe.kind == "fetch":
+    if recipe.kind in FAMILIES:
         return {}
     return {"src_itos": vocab.src_vocab.itos, "tgt_itos": vocab.tgt_vocab.itos}
 
@@ -216,7 +244,7 @@ def train(name, data=None, *, device=None, progress: bool = True, on_epoch_end=N
 
     data: for a translation recipe (TranslationData, training pairs), as ``chapter4_corpus``
     gives them; for the captioners (scenes, vocab), as ``chapter10_scenes`` gives them; for
-    the fetch models None (they draw their own batches). on_epoch_end: passed to
+    the fetch and look-back models None (they draw their own batches). on_epoch_end: passed to
     ``train_seq2seq`` (it leaves the trained model unchanged); its time counts in the seconds.
     """
     recipe = recipe_of(name)
@@ -232,6 +260,11 @@ def train(name, data=None, *, device=None, progress: bool = True, on_epoch_end=N
         start = time.perf_counter()
         histories = train_fetch_all(models, seed=recipe.seed, device=device, progress=progress,
                                     **recipe.training)
+    elif recipe.kind == "lengths":
+        models = build(recipe, device=device)
+        start = time.perf_counter()
+        histories = train_lookback_all(models, seed=recipe.seed, device=device,
+                                       progress=progress, **recipe.training)
     else:
         vocab, pairs = data
         models = build(recipe, vocab, device=device)
@@ -259,7 +292,8 @@ def shipped_record(name: str, *, directory: Path | None = None) -> dict:
 def _models_fit(name, models) -> str:
     """Why ``models`` cannot take ``name``'s shipped weights ("" if they can)."""
     recipe, models = RECIPES[name], list(models)
-    cls = {"captioners": Captioner, "fetch": FetchModel}.get(recipe.kind, EncoderDecoder)
+    cls = {"captioners": Captioner, "fetch": FetchModel,
+           "lengths": LookbackModel}.get(recipe.kind, EncoderDecoder)
     for model in models:  # every model is checked before any is loaded
         if not isinstance(model, cls):
             return f"models must be {cls.__name__}s, got {type(model).__name__}"
@@ -277,7 +311,7 @@ def _models_fit(name, models) -> str:
 def _vocabularies_fit(name, models, vocab, directory) -> str:
     """Why the shipped weights of ``name`` do not belong to ``vocab`` ("" if they do)."""
     recipe = RECIPES[name]
-    if recipe.kind == "fetch" or not list(models) or _models_fit(name, models):
+    if recipe.kind in FAMILIES or not list(models) or _models_fit(name, models):
         return ""
     record = torch.load(_path(name, directory), map_location="cpu", weights_only=True,
                         mmap=True)
@@ -301,7 +335,7 @@ def load(name: str, models, vocab=None, *, directory: Path | None = None) -> lis
     recipe's arguments, as ``build`` builds them: each gets the weights of the model it is,
     found by ``_key``), set them to evaluation mode, and return their loss histories in order.
     vocab: what the models read, as for ``build`` (the shipped weights must have been trained
-    with it); None for the fetch models. A list with a model the file does not hold is
+    with it); None for the fetch and look-back models. A list with a model the file does not hold is
     refused before any model is loaded."""
     stored = _stored(RECIPES[name], shipped_record(name, directory=directory))
     histories = []
@@ -338,7 +372,7 @@ def write(name: str, *, directory: Path | None = None) -> Path:
     if recipe.kind == "captioners":
         data = chapter10_scenes()
         vocab = data[1]
-    elif recipe.kind == "fetch":
+    elif recipe.kind in FAMILIES:
         data = vocab = None
     else:
         vocab, train_pairs, valid, _ = chapter4_corpus()

@@ -152,3 +152,43 @@ def test_offset_encodes_step_t_as_position_t(make):
         pe(torch.randn(1, 5, 6), offset=8)
     with pytest.raises(ValueError, match="offset must be an int >= 0"):
         pe(X, offset=-1)
+
+
+# --- ALiBi ------------------------------------------------------------------------------
+
+def test_alibi_slopes_are_press_et_al_s_geometric_sequence():
+    from attention_core.positional import alibi_slopes
+    assert alibi_slopes(8).tolist() == [2.0 ** -k for k in range(1, 9)]   # 1/2 ... 1/256
+    assert alibi_slopes(4).tolist() == [2.0 ** -k for k in (2, 4, 6, 8)]  # 1/4 ... 1/256
+
+
+def test_alibi_bias_is_minus_slope_times_distance_and_the_last_queries_of_a_cache():
+    from attention_core.positional import alibi_bias, alibi_slopes
+    bias = alibi_bias(2, 5)
+    i, j = torch.arange(5)[:, None], torch.arange(5)[None, :]
+    torch.testing.assert_close(bias, -alibi_slopes(2)[:, None, None] * (i - j).abs().float())
+    assert bias.shape == (2, 5, 5) and torch.all(bias.diagonal(dim1=1, dim2=2) == 0)
+    # one decoder step at position 4 with a cache of 5 keys: the last row of the full bias
+    torch.testing.assert_close(alibi_bias(2, 1, 5), bias[:, 4:])
+
+
+def test_alibi_bias_with_a_causal_mask_favours_near_keys_and_depends_on_the_offset_only():
+    from attention_core import attend
+    from attention_core.positional import alibi_bias
+    n = 6
+    q, k = torch.zeros(1, 2, n, 4), torch.zeros(1, 2, n, 4)   # equal scores: only the bias acts
+    v = torch.eye(n).expand(1, 2, n, n)
+    out, w = attend(q, k, v, alibi_bias(2, n), is_causal=True, need_weights=True)
+    assert torch.all(w.triu(1) == 0)                               # the causal mask still holds
+    row = w[0, :, -1]                                              # the last query's weights
+    assert torch.all(row[:, 1:] > row[:, :-1])                     # nearer keys weigh more
+    fused, _ = attend(q, k, v, alibi_bias(2, n), is_causal=True, backend="sdpa")
+    torch.testing.assert_close(fused, out)
+
+
+def test_alibi_bad_input():
+    from attention_core.positional import alibi_bias, alibi_slopes
+    with pytest.raises(ValueError, match="num_heads must be a positive int"):
+        alibi_slopes(0)
+    with pytest.raises(ValueError, match=r"n_q \(5\) must be at most n_k \(3\)"):
+        alibi_bias(2, 5, 3)

@@ -25,6 +25,7 @@ from attention_core.worlds.fetch import (
     slot_accuracy,
     train_fetch,
 )
+from attention_core.worlds.lengths import LookbackModel, accuracy_by_position, train_lookback
 from attention_core.worlds.metrics import exact_match
 from attention_core.worlds.pretrained import RECIPES, Recipe
 from attention_core.worlds.shapes import describe, make_scenes
@@ -176,6 +177,16 @@ def test_chapter_7_trains_with_its_recipe():
         assert_trains_with(recipe, call.kwargs, call.kwargs["seed"])
 
 
+def test_chapter_6_trains_with_its_recipe():
+    built = pretrained.build("lengths")
+    calls = training_calls("06_positional_encoding.ipynb",
+                           {"build": built, "train_lookback_all": None})
+    assert [c.args for c in calls if c.name == "build"] == [("lengths",)]
+    (training,) = [c for c in calls if c.name == "train_lookback_all"]
+    assert training.args == (built,)
+    assert_trains_with(RECIPES["lengths"], training.kwargs, training.kwargs["seed"])
+
+
 # ---- the shipped models meet their chapters' bands ----------------------------------------
 # attention test exact match >= 94% and a final loss far below the plain model's; the plain
 # model < 50%; the Transformer >= 95%
@@ -244,6 +255,29 @@ def test_the_shipped_fetch_models_fetch_as_chapter_7_says():
     assert all(len(history) == 15 and history[-1] < history[0] for history in histories)
 
 
+def test_the_shipped_lookback_models_generalise_as_chapter_6_says():
+    """Chapter 6's bands: at the training length (32) the added and rotary kinds are right at
+    the last position >= 90%; at positions 64-127 the added kinds <= 30%, RoPE at base 100
+    >= 90%, RoPE at base 10000 far below it unless its keys are limited to the last 32."""
+    recipe = RECIPES["lengths"]
+    models = dict(zip(recipe.positions, pretrained.build("lengths"), strict=True))
+    histories = pretrained.load("lengths", models.values())
+    g = torch.Generator
+    at_32 = {k: accuracy_by_position(m, 32, 500, generator=g().manual_seed(1))[-1]
+             for k, m in models.items()}
+    late = {k: accuracy_by_position(m, 128, 256, generator=g().manual_seed(2))[64:].mean()
+            for k, m in models.items()}
+    for key in (("sinusoidal", None), ("learned", None), ("rope", 10000.0), ("rope", 100.0)):
+        assert at_32[key] >= 0.9, key
+    assert late["sinusoidal", None] <= 0.3 and late["learned", None] <= 0.3
+    assert late["rope", 100.0] >= 0.9 and late["rope", 10000.0] < late["rope", 100.0] - 0.2
+    windowed = accuracy_by_position(models["rope", 10000.0], 128, 256, window=32,
+                                    generator=g().manual_seed(2))
+    assert windowed[32:].mean() >= 0.95
+    # a loss per 50 of the 400 steps, lower at the end than at the start
+    assert all(len(history) == 8 and history[-1] < history[0] for history in histories)
+
+
 # ---- what load refuses ----------------------------------------------------------------------
 def test_weights_for_another_vocabulary_are_refused():
     train, _, _ = make_splits(n_train=300, n_valid=10, n_test=10,
@@ -279,6 +313,14 @@ def test_fetch_models_the_file_does_not_hold_are_refused():
         pretrained.load("fetch", [good, FetchModel(FetchTask(), num_hiddens=32, num_heads=2,
                                                    num_kv_heads=1)])
     assert all(torch.equal(before[k], v) for k, v in good.state_dict().items()) and good.training
+
+
+def test_lookback_models_the_file_does_not_hold_are_refused():
+    with pytest.raises(ValueError, match=r"no model with positions=rope,base=500; it has "
+                                         r"positions=none, positions=sinusoidal"):
+        pretrained.load("lengths", [LookbackModel("rope", rope_base=500.0)])
+    with pytest.raises(ValueError, match="models must be LookbackModels, got FetchModel"):
+        pretrained.load("lengths", [FetchModel(FetchTask(), num_hiddens=32)])
 
 
 # ---- write, then load: the same models, bit for bit (brief trainings) ----------------------
@@ -334,4 +376,22 @@ def test_write_then_load_gives_the_fetch_models_train_fetch_trains_alone(tmp_pat
                                             strict=True):
         assert train_fetch(model, steps=200, generator=torch.Generator().manual_seed(0),
                            progress=False) == history and len(history) == 2
+        assert_same([loaded_model], [model]) and not loaded_model.training
+
+
+def test_write_then_load_gives_the_lookback_models_train_lookback_trains_alone(tmp_path,
+                                                                                 monkeypatch):
+    tiny = dataclasses.replace(RECIPES["lengths"], file="tiny.pt",
+                               model=dict(num_hiddens=16, num_heads=2, num_blks=1, max_len=64),
+                               training=dict(steps=100, batch=8, length=16),
+                               positions=(("alibi", None), ("rope", 100.0)))
+    monkeypatch.setitem(RECIPES, "tiny", tiny)
+    pretrained.write("tiny", directory=tmp_path)
+    loaded = pretrained.build("tiny")
+    histories = pretrained.load("tiny", loaded, directory=tmp_path)
+    for model, loaded_model, history in zip(pretrained.build("tiny"), loaded, histories,
+                                            strict=True):
+        assert train_lookback(model, steps=100, batch=8, length=16, progress=False,
+                              generator=torch.Generator().manual_seed(0)) == history
+        assert len(history) == 2
         assert_same([loaded_model], [model]) and not loaded_model.training
