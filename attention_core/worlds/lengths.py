@@ -177,3 +177,31 @@ def accuracy_by_position(model: LookbackModel, length: int, count: int = 256,
         right = (model(tokens, window=window).argmax(-1) == targets).float().mean(0)
     right[:offset] = float("nan")
     return right.cpu()
+
+
+@contract(length=positive_int, count=positive_int, first_query=positive_int,
+          where=[require(lambda length, first_query: first_query < length,
+                         "first_query ({first_query}) must be below length ({length})")])
+def weight_by_offset(model: LookbackModel, length: int, first_query: int, count: int = 64,
+                     generator: torch.Generator | None = None, device=None) -> torch.Tensor:
+    """Where each head looks, by offset: (num_blks, num_heads, first_query + 1), entry
+    (b, h, delta) the weight that head h of block b puts on the key delta places back, averaged
+    over ``count`` fresh sequences of ``length`` and over the queries at positions first_query
+    .. length - 1 (each of which has keys at every offset 0 .. first_query)."""
+    tokens, _ = make_lookback_batch(count, length, model.readout.out_features, 3, generator,
+                                    device)
+    layers = [blk["attention"] for blk in model.blks]
+    kept = [layer.need_weights for layer in layers]
+    for layer in layers:
+        layer.need_weights = True
+    try:
+        with torch.no_grad():
+            model(tokens)
+        weights = torch.stack([layer.attention_weights.mean(0) for layer in layers])  # (L, h, n, n)
+    finally:
+        for layer, need in zip(layers, kept, strict=True):
+            layer.need_weights = need
+    queries = torch.arange(first_query, length, device=weights.device)        # (q,)
+    offsets = torch.arange(first_query + 1, device=weights.device)            # (first_query + 1,)
+    keys = queries[:, None] - offsets[None, :]                                 # (q, offsets)
+    return weights[:, :, queries[:, None], keys].mean(2).cpu()                 # (L, h, offsets)

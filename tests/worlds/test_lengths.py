@@ -104,3 +104,22 @@ def test_side_by_side_training_is_training_alone_and_rope_at_base_100_learns_the
     assert torch.isnan(acc[:3]).all() and acc[3:].mean() >= 0.9
     tokens, targets = make_lookback_batch(4, 16, 8, generator=torch.Generator().manual_seed(2))
     assert lookback_loss(alone, (tokens, targets)) < 0.5
+
+
+def test_weight_by_offset_averages_each_heads_weight_on_the_key_that_many_places_back():
+    from attention_core.worlds.lengths import weight_by_offset
+    torch.manual_seed(0)
+    model = LookbackModel("rope", vocab_size=8, num_hiddens=16, num_heads=2, num_blks=2).eval()
+    by_offset = weight_by_offset(model, 12, 8, count=5, generator=torch.Generator().manual_seed(4))
+    assert by_offset.shape == (2, 2, 9)
+    assert not model.blks[0]["attention"].need_weights            # the model is left as it was
+    tokens, _ = make_lookback_batch(5, 12, 8, 3, torch.Generator().manual_seed(4))
+    for blk in model.blks:
+        blk["attention"].need_weights = True
+    with torch.no_grad():
+        model(tokens)
+    w = model.blks[1]["attention"].attention_weights.mean(0)      # (h, n, n)
+    expected = torch.stack([torch.stack([w[:, i, i - d] for i in range(8, 12)]).mean(0)
+                            for d in range(9)], -1)               # (h, offsets)
+    torch.testing.assert_close(by_offset[1], expected)
+    assert torch.all(by_offset.sum(-1) <= 1 + 1e-6)
