@@ -12,7 +12,16 @@ import torch
 from torch import nn
 
 from .attention import dropout_rate, math_attention, sdpa_attention
-from .contracts import contract, instance_of, lengths, positive_int, probability, require, tensor
+from .contracts import (
+    contract,
+    instance_of,
+    lengths,
+    one_of,
+    positive_int,
+    probability,
+    require,
+    tensor,
+)
 from .masking import padding_mask
 from .scoring import in_features, linear
 
@@ -146,6 +155,7 @@ def kv_cache_bytes(num_layers: int, num_kv_heads: int, d_head: int, dtype=torch.
 
 
 @contract(layer=instance_of(MultiHeadAttention, "a MultiHeadAttention"), num_kv_heads=positive_int,
+          how=one_of("mean", "first"),
           where=[require(lambda layer, num_kv_heads: layer.num_kv_heads % num_kv_heads == 0,
                          lambda layer, num_kv_heads: f"num_kv_heads ({num_kv_heads}) must divide "
                          f"the layer's num_kv_heads ({layer.num_kv_heads}): each new key/value "
@@ -153,11 +163,13 @@ def kv_cache_bytes(num_layers: int, num_kv_heads: int, d_head: int, dtype=torch.
                  require(lambda layer: not nn.parameter.is_lazy(layer.W_k.weight),
                          "layer's key and value projections are lazy and not built yet: call "
                          "the layer once, or give it key_size and value_size")])
-def pool_kv_heads(layer: MultiHeadAttention, num_kv_heads: int) -> MultiHeadAttention:
+def pool_kv_heads(layer: MultiHeadAttention, num_kv_heads: int,
+                  how: str = "mean") -> MultiHeadAttention:
     """Ainslie et al.'s conversion of a trained layer to grouped-query attention: a copy with
     ``num_kv_heads`` key/value heads, new head j the mean of the key (and value) projections of
     old heads j * g ... j * g + g - 1, g = layer.num_kv_heads / num_kv_heads, which are the heads
-    whose query heads it now serves. W_q and W_o are copied unchanged."""
+    whose query heads it now serves (how="first": old head j * g alone, the alternative they
+    compare). W_q and W_o are copied unchanged."""
     pooled = copy.deepcopy(layer)
     group = layer.num_kv_heads // num_kv_heads
     for name in ("W_k", "W_v"):
@@ -166,7 +178,8 @@ def pool_kv_heads(layer: MultiHeadAttention, num_kv_heads: int) -> MultiHeadAtte
                         device=old.weight.device, dtype=old.weight.dtype)
         with torch.no_grad():  # rows of head j are j * d_head ... (j + 1) * d_head - 1
             for new_p, old_p in zip(new.parameters(), old.parameters()):  # weight, bias
-                new_p.copy_(old_p.unflatten(0, (num_kv_heads, group, -1)).mean(1).flatten(0, 1))
+                grouped = old_p.unflatten(0, (num_kv_heads, group, -1))  # (new, group, d_head..)
+                new_p.copy_((grouped.mean(1) if how == "mean" else grouped[:, 0]).flatten(0, 1))
         setattr(pooled, name, new)
     pooled.num_kv_heads = num_kv_heads
     return pooled

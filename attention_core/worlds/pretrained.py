@@ -18,7 +18,8 @@ writes them.
   asked to train them.
 * ``lengths``: chapter 6's six look-back models, one per way of giving positions (none,
   sinusoidal, learned, RoPE at bases 10000 and 100, ALiBi), with their loss histories; chapter
-  6 loads them unless asked to train them.
+  6 loads them unless asked to train them. ``lengths_long``: RoPE at base 10000 and ALiBi again,
+  trained three times as long.
 
 Each has a ``Recipe`` in ``RECIPES``: the arguments its chapter builds and trains it with,
 which the chapter, this module, ``bench/recipes.py`` and the tests all read. The weights are
@@ -113,6 +114,11 @@ RECIPES = {
                       training=dict(steps=400, batch=64, length=32, offset=3, lr=3e-3),
                       positions=(("none", None), ("sinusoidal", None), ("learned", None),
                                  ("rope", 10000.0), ("rope", 100.0), ("alibi", None))),
+    "lengths_long": Recipe("lengths", "lengths_long_chapter6.pt",
+                           model=dict(vocab_size=16, num_hiddens=64, num_heads=4, num_blks=2,
+                                      max_len=128),
+                           training=dict(steps=1200, batch=64, length=32, offset=3, lr=3e-3),
+                           positions=(("rope", 10000.0), ("alibi", None))),
 }
 FAMILIES = ("fetch", "lengths")  # kinds whose file holds several models, each with a history
 NAMES = tuple(RECIPES)

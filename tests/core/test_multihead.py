@@ -242,3 +242,12 @@ def test_pool_kv_heads_bad_input():
         pool_kv_heads(torch.nn.Linear(2, 2), 1)
     with pytest.raises(ValueError, match="lazy and not built yet"):
         pool_kv_heads(MultiHeadAttention(16, 4), 2)
+
+
+def test_pool_kv_heads_first_keeps_the_first_head_of_each_group():
+    full = make(heads=8)
+    first = pool_kv_heads(full, 2, how="first")
+    rows = full.W_k.weight.view(8, 2, 16)
+    torch.testing.assert_close(first.W_k.weight.view(2, 2, 16), torch.stack([rows[0], rows[4]]))
+    with pytest.raises(ValueError, match="how must be one of"):
+        pool_kv_heads(full, 2, how="max")

@@ -177,14 +177,16 @@ def test_chapter_7_trains_with_its_recipe():
         assert_trains_with(recipe, call.kwargs, call.kwargs["seed"])
 
 
-def test_chapter_6_trains_with_its_recipe():
+def test_chapter_6_trains_with_its_recipes():
     built = pretrained.build("lengths")
     calls = training_calls("06_positional_encoding.ipynb",
                            {"build": built, "train_lookback_all": None})
-    assert [c.args for c in calls if c.name == "build"] == [("lengths",)]
-    (training,) = [c for c in calls if c.name == "train_lookback_all"]
-    assert training.args == (built,)
-    assert_trains_with(RECIPES["lengths"], training.kwargs, training.kwargs["seed"])
+    names = [c.args for c in calls if c.name == "build"]
+    assert names == [("lengths",), ("lengths_long",)]
+    trainings = [c for c in calls if c.name == "train_lookback_all"]
+    assert len(trainings) == 2 and all(t.args == (built,) for t in trainings)
+    for (name,), training in zip(names, trainings, strict=True):
+        assert_trains_with(RECIPES[name], training.kwargs, training.kwargs["seed"])
 
 
 # ---- the shipped models meet their chapters' bands ----------------------------------------
@@ -276,6 +278,21 @@ def test_the_shipped_lookback_models_generalise_as_chapter_6_says():
     assert windowed[32:].mean() >= 0.95
     # a loss per 50 of the 400 steps, lower at the end than at the start
     assert all(len(history) == 8 and history[-1] < history[0] for history in histories)
+
+
+def test_the_longer_trained_lookback_models_behave_as_chapter_6_says():
+    """Three times the training: ALiBi >= 80% at the last position at length 32 and within 10
+    points of that at 512; RoPE at base 10000 still <= 30% at 128."""
+    long = dict(zip(RECIPES["lengths_long"].positions, pretrained.build("lengths_long"),
+                    strict=True))
+    pretrained.load("lengths_long", long.values())
+    g = torch.Generator
+
+    def last(model, n, count):
+        return accuracy_by_position(model, n, count, generator=g().manual_seed(1))[-1]
+    alibi = long["alibi", None]
+    assert last(alibi, 32, 500) >= 0.8 and last(alibi, 512, 200) >= last(alibi, 32, 500) - 0.1
+    assert last(long["rope", 10000.0], 128, 500) <= 0.3
 
 
 # ---- what load refuses ----------------------------------------------------------------------
