@@ -1,4 +1,4 @@
-"""The trained weights the book ships (attention_core.worlds.pretrained): chapters 4, 7, 8 and 10
+"""The trained weights the book ships (attention_core.worlds.pretrained): chapters 4, 6, 7, 8 and 10
 load them unless the reader asks them to train, so they must be those chapters' models, for
 their data, trained with their recipes, and meet those chapters' bands."""
 import ast
