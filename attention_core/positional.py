@@ -179,7 +179,7 @@ def alibi_slopes(num_heads: int, dtype=torch.float32, device=None) -> torch.Tens
                          "n_q of the n_k positions")])
 def alibi_bias(num_heads: int, n_q: int, n_k: int | None = None, dtype=torch.float32,
                device=None) -> torch.Tensor:
-    """ALiBi's bias, added to the scores: -m_h * |i - j| for the query at position i and the
+    """ALiBi's bias, added to the scores: -m_h * abs(i - j) for the query at position i and the
     key at position j (``alibi_slopes``). The queries are the last n_q of n_k positions
     (n_k = n_q by default), as a decoder step with a cache sees them. Combine it with a causal
     mask, which hides j > i: then it is Press et al.'s bias -m_h (i - j). Nothing is added to

@@ -11,7 +11,7 @@ sequences two and four times as long as any it saw:
 * ``learned``: a learned vector per position added to the tokens; rows beyond the training
   length are never trained and keep their initial values;
 * ``rope``: queries and keys rotated (chapter 6's ``RotaryEmbedding``), at a given base;
-* ``alibi``: a bias of -m |i - j| on every score, one slope m per head (Press et al., 2022).
+* ``alibi``: a bias of -m * abs(i - j) on every score, one slope m per head (Press et al., 2022).
 """
 from __future__ import annotations
 
