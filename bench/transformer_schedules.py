@@ -8,7 +8,8 @@ Transformer, measured on chapter 4's corpus *on validation data* and over severa
 Each run trains the chapter's model (width 64, 4 heads, 2 + 2 blocks, FFN 128; ``--blocks``
 changes the depth) with Adam, batch 128, peak rate 0.005, seed s for the initialisation and
 the batches, and prints (and appends to ``--out`` as one JSON line) its loss per epoch, the
-exact match on the 1000 validation pairs and on the longest bucket (30-47 source tokens) of a
+exact match on the 1000 validation pairs and on the longest sentences (30 source tokens or
+more; 30-44 in the set drawn) of a
 length-controlled *validation* set (generator seed 2, none of its sentences in the training
 split, the test split or the chapter's length test set), with its training time. The chapter
 chooses its recipe from these numbers; the test split and the length test set are scored once,
