@@ -147,18 +147,19 @@ def train_lookback(model: LookbackModel, *, steps: int = 400, batch: int = 64, l
     return history
 
 
-def train_lookback_all(models: Sequence[LookbackModel], *, seed: int = 0,
+@contract(steps=positive_int)
+def train_lookback_all(models: Sequence[LookbackModel], *, seed: int = 0, steps: int = 400,
                        workers: int | None = None, device=None, progress: bool = True,
                        **kwargs) -> list[list[float]]:
     """Train independent models side by side (``side_by_side``), each as ``train_lookback(model,
     generator=torch.Generator().manual_seed(seed), ...)`` trains it alone; their histories."""
     models = list(models)
-    steps = kwargs.get("steps", 400)
 
     def training(model):
         def train(tick):
-            return train_lookback(model, generator=torch.Generator().manual_seed(seed),
-                                  device=device, progress=False, on_step=tick, **kwargs)
+            return train_lookback(model, steps=steps, device=device, progress=False,
+                                  generator=torch.Generator().manual_seed(seed), on_step=tick,
+                                  **kwargs)
         return train
 
     return side_by_side([training(m) for m in models], total=steps * len(models),
