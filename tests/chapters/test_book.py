@@ -179,6 +179,20 @@ def test_chinese_numbers_not_grouped(path):
         assert not GROUPED.search(prose), GROUPED.search(prose).group(0)
 
 
+EN_BLOCK = re.compile(r'<div class="lang-en" lang="en">(.*?)</div>', re.S)
+SPACE_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:\\,| )\d{3}(?![\d%]|\.\d)")
+FOUR_DIGITS_GROUPED = re.compile(r"(?<![\d.,])\d(?:,|\{,\})\d{3}(?![\d,]|\{,\})")
+
+
+@pytest.mark.parametrize("path", PROSE_PAGES, ids=[str(p.relative_to(ROOT)) for p in PROSE_PAGES])
+def test_english_numbers_grouped_one_way(path):
+    """English groups numbers of five or more digits with commas (10,000) and none of four (4096)."""
+    for block in EN_BLOCK.findall("\n".join(markdown_sources(path))):
+        prose = re.sub(r"`[^`]*`", "", block)
+        for pattern in (SPACE_GROUPED, FOUR_DIGITS_GROUPED):
+            assert not pattern.search(prose), pattern.search(prose).group(0)
+
+
 # Words about the test suite, not about attention. Prose and the comments a reader meets
 # (outside folded check cells) never use them; book/checks.md explains how the book checks itself.
 APPARATUS = re.compile(r"nbval|\bbench/|\btests/|\btest_\w+\(|\(asserted\)|\basserts?\b"
