@@ -67,7 +67,7 @@ def cue_weights(keys: torch.Tensor, query: torch.Tensor | None = None,
         alpha_i = softmax_i(sharpness * (q . k_i + saliency_weight * s_i)).
 
     Sharpness 0 gives every object 1/n; a large sharpness puts nearly all the weight on the
-    object with the highest score, as an exact lookup would. The default saliency weight 0.1
+    object with the highest score (an argmax). The default saliency weight 0.1
     is small enough that the goal alone decides which object wins (0.1 times the spread of
     the saliencies is below the gap between the best and the second-best match of every
     goal), while the red cup still draws a little more of the reader's attention than its
