@@ -36,7 +36,9 @@ def softmax_statistics(x: torch.Tensor, block_size: int = 128):
     """x (*lead, n): one pass over the last axis in blocks, the running maximum m and the sum
     l = sum_j exp(x_j - m), rescaled whenever the maximum grows:
     l <- l * exp(m_old - m_new) + sum_block exp(x_j - m_new). Returns (m, l), each (...,)."""
-    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)  # (...,)
+    # start below every score, not at -inf: a first block of masked (-inf) scores would
+    # otherwise give exp(-inf - (-inf)) = nan
+    m = torch.full(x.shape[:-1], torch.finfo(x.dtype).min, dtype=x.dtype, device=x.device)
     l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)                # (...,)
     for start in range(0, x.shape[-1], block_size):
         block = x[..., start:start + block_size]                                  # (..., b)

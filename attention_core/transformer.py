@@ -93,8 +93,9 @@ class AddNorm(nn.Module):
 
 class TransformerEncoderBlock(nn.Module):
     """Self-attention, then the position-wise FFN, each inside a residual connection and
-    LayerNorm. ``forward(X (B, n, d), valid_lens None | (B,) | (B, n), *, is_causal=False)
-    -> (B, n, d)``, d = num_hiddens.
+    LayerNorm. ``forward(X (B, n, d), valid_lens None | (B,) | (B, n), *, is_causal=False,
+    head_mask=None) -> (B, n, d)``, d = num_hiddens; head_mask (h,) or (B, h) scales each
+    head's output before W_o, as in MultiHeadAttention (0 removes the head).
     """
 
     @contract(num_hiddens=positive_int, ffn_num_hiddens=positive_int, num_heads=positive_int,
@@ -111,11 +112,11 @@ class TransformerEncoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout, norm_first=norm_first)
 
     @contract(X="B n d", valid_lens=lengths(per="B n", upto="n"))
-    def forward(self, X, valid_lens=None, *, is_causal: bool = False):
+    def forward(self, X, valid_lens=None, *, is_causal: bool = False, head_mask=None):
         """is_causal: position i attends to positions <= i only (a decoder-only, GPT-style
         block: causal self-attention and the FFN, no cross-attention)."""
-        Y = self.addnorm1.residual(
-            X, lambda H: self.attention(H, H, H, valid_lens, is_causal=is_causal))  # (B, n, d)
+        Y = self.addnorm1.residual(X, lambda H: self.attention(
+            H, H, H, valid_lens, is_causal=is_causal, head_mask=head_mask))        # (B, n, d)
         return self.addnorm2.residual(Y, self.ffn)                                 # (B, n, d)
 
 

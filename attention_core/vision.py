@@ -72,7 +72,9 @@ class VisionTransformer(nn.Module):
     ``num_blks`` encoder blocks (pre-norm, as in the ViT paper, with a final LayerNorm), and a
     linear head on the class token.
 
-    forward(images (B, channels, image_size, image_size)) -> logits (B, num_classes).
+    forward(images (B, channels, image_size, image_size), head_mask=None) -> logits
+    (B, num_classes); head_mask (num_blks, h) scales each block's heads before its W_o (a row
+    of ones keeps a block as it is, a 0 removes that head), chapter 7's head mask per block.
     ``keep_attention_weights(model)`` (transformer) makes every block keep its (B, h, n, n)
     weights, token 0 the class token and token 1 + r * (image_size / P) + c patch (r, c).
     """
@@ -84,7 +86,7 @@ class VisionTransformer(nn.Module):
                  num_heads: int, num_blks: int, num_classes: int, *, channels: int = 3,
                  dropout: float = 0.0, positions: bool = True):
         super().__init__()
-        self.image_size, self.channels = image_size, channels
+        self.image_size, self.channels, self.num_blks = image_size, channels, num_blks
         self.num_patches = (image_size // patch_size) ** 2
         self.patch_embedding = PatchEmbedding(num_hiddens, patch_size, channels)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, num_hiddens))
@@ -96,14 +98,14 @@ class VisionTransformer(nn.Module):
         self.norm = nn.LayerNorm(num_hiddens)
         self.head = nn.Linear(num_hiddens, num_classes)
 
-    @contract(images="B self.channels self.image_size self.image_size")
-    def forward(self, images):
+    @contract(images="B self.channels self.image_size self.image_size", head_mask="self.num_blks h")
+    def forward(self, images, head_mask=None):
         X = self.patch_embedding(images)                                  # (B, n - 1, d)
         X = torch.cat([self.cls_token.expand(X.shape[0], -1, -1).to(X.dtype), X], dim=1)
         if self.pos_encoding is not None:
             X = self.pos_encoding(X)                                      # (B, n, d)
-        for blk in self.blks:
-            X = blk(X)
+        for i, blk in enumerate(self.blks):
+            X = blk(X, head_mask=None if head_mask is None else head_mask[i])
         return self.head(self.norm(X[:, 0]))                              # the class token
 
     @property

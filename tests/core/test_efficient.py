@@ -31,6 +31,11 @@ def sdpa(q, k, v, mask=None, is_causal=False):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask | empty).masked_fill(empty, 0)
 
 
+def test_online_softmax_survives_a_first_block_of_masked_scores():
+    x = torch.tensor([[float("-inf"), float("-inf"), 1.0, 2.0]])
+    torch.testing.assert_close(online_softmax(x, block_size=2), torch.softmax(x, -1))
+
+
 def test_online_softmax_equals_softmax_and_its_statistics_are_exact():
     x = torch.randn(3, 1000, dtype=torch.float64) * 30
     torch.testing.assert_close(online_softmax(x, block_size=7), torch.softmax(x, -1))

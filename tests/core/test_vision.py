@@ -57,6 +57,26 @@ def test_without_positions_the_vit_cannot_tell_where_a_patch_was():
     assert torch.equal(patchify(shuffled, 8)[:, 0], patchify(images, 8)[:, 35])   # moved intact
 
 
+def test_a_head_mask_equals_zeroing_those_heads_columns_of_w_o():
+    import copy
+    torch.manual_seed(0)
+    vit = VisionTransformer(16, 4, 32, 64, 4, 2, 5).double().eval()
+    images = torch.rand(3, 3, 16, 16, dtype=torch.float64)
+    mask = torch.ones(2, 4, dtype=torch.float64)
+    mask[0, 2] = 0                      # one head of block 1
+    mask[1] = 0                         # all of block 2's attention (its W_o bias stays)
+    edited = copy.deepcopy(vit)
+    with torch.no_grad():
+        edited.blks[0].attention.W_o.weight[:, 16:24] = 0
+        edited.blks[1].attention.W_o.weight.zero_()
+    torch.testing.assert_close(vit(images, head_mask=mask), edited(images), rtol=0, atol=1e-12)
+    torch.testing.assert_close(vit(images, head_mask=torch.ones(2, 4, dtype=torch.float64)),
+                               vit(images), rtol=0, atol=0)
+    assert not torch.allclose(vit(images, head_mask=mask), vit(images))
+    with pytest.raises(ValueError, match="head_mask"):
+        vit(images, head_mask=torch.ones(3, 4, dtype=torch.float64))
+
+
 def test_vit_runs_on_meta_and_compiles_without_graph_breaks():
     model = _vit().to("meta")
     assert model(torch.empty(2, 3, 48, 48, device="meta")).shape == (2, 2)
