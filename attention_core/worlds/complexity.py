@@ -99,9 +99,14 @@ class Counts:
     steps: int     # operations on the longest chain in which each must wait for the one before
 
 
+# reshapes that the dispatcher does not flag as views but that, like views, move no data
+_RESHAPES = {torch.ops.aten._unsafe_view.default, torch.ops.aten.unsafe_split.Tensor}
+
+
 class _Depth(TorchDispatchMode):
-    """Follows every operation: an output is one step deeper than its deepest input (views
-    and metadata changes add nothing), and it records the largest output."""
+    """Follows every operation: an output is one step deeper than its deepest input (views,
+    reshapes and metadata changes add nothing), and it records the largest tensor an
+    operation creates (a view creates none)."""
 
     def __init__(self):
         super().__init__()
@@ -113,14 +118,16 @@ class _Depth(TorchDispatchMode):
         inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         outputs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
         level = max((self.depth.get(id(t), 0) for t in inputs), default=0)
-        level += 0 if func.is_view else 1
+        moves_data = not (func.is_view or func in _RESHAPES)
+        level += 1 if moves_data else 0
         mutated = [a for a, arg in zip(args, func._schema.arguments, strict=False)  # no kwargs
                    if isinstance(a, torch.Tensor) and arg.alias_info is not None
                    and arg.alias_info.is_write]
         for t in outputs + mutated:
             self.depth[id(t)] = level
             self.keep.append(t)  # keep ids unique while counting (meta tensors cost no memory)
-            self.largest = max(self.largest, t.numel())
+            if moves_data:
+                self.largest = max(self.largest, t.numel())
         return out
 
 
