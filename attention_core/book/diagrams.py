@@ -90,7 +90,7 @@ def draw_connectivity_diagram(ax, n: int = 6, k: int = 3, focus: int | None = No
              f"{y_f} 每侧只看到 {half} 个位置",
              f"{x_1} reaches {y_f} after {focus + 1} step{'s' if focus else ''}\n"
              f"{x_1} 要经过 {focus + 1} 步才到达 {y_f}",
-             f"{y_f} sees all {n} inputs in one step\n{y_f} 一步就看到全部 {n} 个输入"]
+             f"{y_f} sees all {n} inputs in one layer\n{y_f} 一层之内就看到全部 {n} 个输入"]
     for panel, (title, note) in enumerate(zip(titles, notes, strict=True)):
         centre = panel * (width + gap) + width / 2
         ax.text(centre, 0.99, title, ha="center", va="top", fontsize=8.5)

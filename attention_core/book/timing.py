@@ -1,9 +1,13 @@
-"""Wall-clock timing for the chapters' plots: interleaved rounds, each the median of blocks of
-calls.
+"""Timing for the chapters' plots: interleaved rounds, each the median of blocks of calls.
 
-Times are plotted, never asserted: they change with the machine and its load. Cells that
-print them are excluded from the notebook tests, and claims about growth are asserted from
-operation counts (``worlds.complexity.count_ops``) instead.
+Times change with the machine and its load. Cells that print them are excluded from the
+notebooks' output comparison; claims about growth are asserted from operation counts
+(``worlds.complexity.count_ops``), and a folded check asserts at most a generous band on a
+ratio of times measured in the same run, never an absolute time.
+
+On one CPU thread the clock is the thread's CPU time (``time.thread_time``): time the timing
+thread spends waiting for other programs is not counted, so a busy machine hardly moves the
+numbers. With several threads or on CUDA it is the wall clock.
 """
 from __future__ import annotations
 
@@ -54,16 +58,19 @@ def best_times(fns: dict, rounds: int = 5, min_run_time: float = 0.05,
 
 def _block(fn, number: int, num_threads: int) -> float:
     """Seconds of ``number`` calls of ``fn()`` on ``num_threads`` threads, CUDA synchronised
-    before and after (the kernels a call launches are part of its time)."""
+    before and after (the kernels a call launches are part of its time): CPU time of this
+    thread when it does all the work (one thread, no CUDA), else wall-clock time."""
     threads = torch.get_num_threads()
     torch.set_num_threads(num_threads)
     try:
-        sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+        cuda = torch.cuda.is_available()
+        sync = torch.cuda.synchronize if cuda else (lambda: None)
+        clock = time.thread_time if num_threads == 1 and not cuda else time.perf_counter
         sync()
-        start = time.perf_counter()
+        start = clock()
         for _ in range(number):
             fn()
         sync()
-        return time.perf_counter() - start
+        return clock() - start
     finally:
         torch.set_num_threads(threads)
