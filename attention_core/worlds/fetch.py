@@ -190,8 +190,8 @@ def train_fetch_all(models: Sequence[FetchModel], *, seed: int = 0, steps: int =
 
 def head_importance(model: FetchModel, data) -> torch.Tensor:
     """Each head's importance ``|dL / d xi_h|`` at a head mask xi = 1, L the mean loss: the
-    first-order change of the loss when head h is removed. (Michel et al. average the absolute
-    per-example slope instead, which one backward pass with a (B, h) mask also gives.) Returns (h,)."""
+    first-order change of the loss when head h is removed; (h,). Michel et al. average the
+    absolute per-example slope instead, which one backward pass with a (B, h) mask also gives."""
     queries, items, targets, _ = data
     xi = torch.ones(model.attention.num_heads, device=queries.device, requires_grad=True)
     loss = F.cross_entropy(model(queries, items, head_mask=xi).flatten(0, 1), targets.flatten())

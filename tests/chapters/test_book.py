@@ -186,7 +186,7 @@ FOUR_DIGITS_GROUPED = re.compile(r"(?<![\d.,])\d(?:,|\{,\})\d{3}(?![\d,]|\{,\})"
 
 @pytest.mark.parametrize("path", PROSE_PAGES, ids=[str(p.relative_to(ROOT)) for p in PROSE_PAGES])
 def test_english_numbers_grouped_one_way(path):
-    """English groups numbers of five or more digits with commas (10,000) and none of four (4096)."""
+    """English groups numbers of five or more digits with commas (10,000), none of four (4096)."""
     for block in EN_BLOCK.findall("\n".join(markdown_sources(path))):
         prose = re.sub(r"`[^`]*`", "", block)
         for pattern in (SPACE_GROUPED, FOUR_DIGITS_GROUPED):
