@@ -55,7 +55,7 @@ NBVAL_2 := $(NBVAL) -n 2 --dist loadscope --no-loadscope-reorder $(TRAINING) \
 # package (mechanisms, worlds, solutions' helpers) without the slow and browser ones.
 check: env
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest tests/core tests/worlds tests/solutions_support -q -p no:randomly -n 2 \
+	$(BIN)/python -m pytest tests/core tests/worlds tests/solutions_support tests/practice -q -p no:randomly -n 2 \
 		-m "not slow and not browser"
 
 # One notebook (or several) as CI runs it: natively, then portably with RETRAIN=1, e.g.
