@@ -297,9 +297,11 @@ class Verdict:
         blocks = []
         for lang, code, text in (("en", "en", self.en), ("zh", "zh-Hans", self.zh)):
             if chosen in (lang, "both"):
-                body = html.escape(text).replace("\n", "<br>")
+                body = html.escape(text)
+                # pre-wrap: a long line wraps on a phone and in the PDF instead of overflowing
                 blocks.append(f'<div class="lang-{lang} practice-verdict" lang="{code}">'
-                              f"<pre>{body}</pre></div>")
+                              f'<pre style="white-space: pre-wrap; overflow-wrap: anywhere">'
+                              f"{body}</pre></div>")
         return "\n".join(blocks)
 
 

@@ -315,7 +315,7 @@ MASKED_SOFTMAX = Task(
     (Mistake("-1e6 for the masked scores", _masked_minus_1e6,
              "the masked scores are filled with -1e6 and never zeroed: a row with no valid key "
              "then gets uniform weights over the padding instead of zeros, and in float16 -1e6 "
-             "does not fit (the largest float16 is 65504). Fill with "
+             "does not fit (the largest float16 is 65,504). Fill with "
              "torch.finfo(scores.dtype).min, then set the masked weights to 0.",
              "被遮掉的分数填成了 -1e6，之后也没有置零：没有有效键的行会在填充位置上得到均匀权重，"
              "而不是零；而且 float16 装不下 -1e6（float16 最大只有 65504）。请填入 "

@@ -2,6 +2,7 @@
 named by its own hint, and a failure outside the catalogue is described plainly."""
 import dataclasses
 import inspect
+from pathlib import Path
 
 import pytest
 import torch
@@ -159,3 +160,11 @@ def test_cases_follow_the_device_they_are_built_for(device):
                     assert all(p.device.type == device.type for p in value.parameters())
                 if dataclasses.is_dataclass(value):
                     assert value.hidden.device.type == device.type
+
+
+def test_the_checks_page_counts_the_tasks_and_mistakes_it_describes():
+    page = (Path(__file__).resolve().parents[2] / "book" / "checks.md").read_text(encoding="utf-8")
+    mistakes = sum(len(task.mistakes) for task in TASKS)
+    assert f"There\nare {len(TASKS)} tasks" in page or f"There are {len(TASKS)} tasks" in page
+    assert f"{mistakes} in all" in page and f"一共 {len(TASKS)} 个任务" in page
+    assert f"共 {mistakes} 个" in page

@@ -54,6 +54,20 @@ PROGRESS_CELL = ("import time\nfrom attention_core.book.progress import progress
                  "for _ in progress(range(40), 'timing'):\n    time.sleep(0.25)\nprint('measured')")
 
 
+# chapter 3's masked-softmax exercise: the chapter's import cell, the reader's cell (one
+# solution, which the test replaces through the editor by a wrong one) and the check
+PRACTICE_NOTEBOOK = "practice.ipynb"
+PRACTICE_CHAPTER = ROOT / "chapters" / "03_attention_scoring.ipynb"
+
+
+def practice_cells():
+    cells = read_notebook(PRACTICE_CHAPTER)["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    mine = next(i for i, s in enumerate(code) if s.startswith("def my_masked_softmax("))
+    assert code[mine + 1] == 'practice.check("masked_softmax", my_masked_softmax)'
+    return [code[0], code[mine], code[mine + 1]]
+
+
 pytestmark = [pytest.mark.site, pytest.mark.browser, needs_chromium]
 
 
@@ -77,6 +91,10 @@ def lab(tmp_path_factory):
         "source": PROGRESS_CELL}], "metadata": {"kernelspec": {
             "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}}
     (root / "chapters" / PROGRESS_NOTEBOOK).write_text(json.dumps(nb), encoding="utf-8")
+    nb = dict(nb, cells=[{"cell_type": "code", "id": f"c{i}", "metadata": {}, "outputs": [],
+                          "execution_count": None, "source": source}
+                         for i, source in enumerate(practice_cells())])
+    (root / "chapters" / PRACTICE_NOTEBOOK).write_text(json.dumps(nb), encoding="utf-8")
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
@@ -154,3 +172,35 @@ def test_progress_bar_shows_while_a_cell_runs_and_is_gone_after(lab):
         assert bar.count() == 0  # cleared when the loop ended: only the printed line is left
         assert page.locator(".jp-OutputArea-output").count() == 1
         assert not errors, errors
+
+
+def test_a_reader_replaces_the_exercise_body_and_the_check_names_the_mistake(lab):
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{lab}/lab/workspaces/practice/tree/chapters/{PRACTICE_NOTEBOOK}?reset")
+        page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
+        # the reader's cell: select its text in the editor and type another body over it
+        editor = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+A")
+        # the chapter's solution with the softmax over the queries: a reader's slip
+        wrong = practice_cells()[1].replace("dim=-1", "dim=-2")
+        assert wrong.count("dim=-2") == 1
+        page.keyboard.insert_text(wrong)
+        page.keyboard.press("Escape")
+        assert "dim=-2" in editor.inner_text()
+        page.click("#jp-menu-panel >> text=Run", timeout=10_000)
+        page.click("text=Run All Cells", timeout=10_000)
+        verdict = page.locator(".jp-OutputArea-output", has_text="masked_softmax")
+        verdict.first.wait_for(timeout=300_000)
+        text = verdict.first.inner_text()
+        assert "✗ masked_softmax" in text
+        # the wrong body normalises over the queries: the catalogue's hint for exactly that
+        assert "Hint: your weights sum to one over the queries, not the keys" in text
+        assert "提示：你的权重在查询上和为一" in text
+        assert not errors, errors
+        browser.close()
