@@ -181,6 +181,8 @@ def _describe(x) -> str:
         return f"{tuple(x.shape)} {str(x.dtype).removeprefix('torch.')}{layout}"
     if isinstance(x, torch.nn.Module):
         return type(x).__name__
+    if isinstance(x, torch.device):
+        return f"'{x}'"
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return type(x).__name__
     if isinstance(x, (tuple, list)) and x and isinstance(x[0], torch.Tensor):
