@@ -265,6 +265,19 @@ def _compare_tensor(name: str, w: torch.Tensor, h) -> Difference | None:
                       f"应为 {_number(want_v)}，实际为 {_number(have_v)}")
 
 
+# what to look at when no catalogued mistake explains a failure, by the kind of difference
+ADVICE = {
+    "error": ("your function must accept the inputs above: check the shapes and arguments it "
+              "assumes.", "你的函数必须能接受上面的输入：检查它对形状和参数的假设。"),
+    "dtype": ("return the dtype of the inputs (cast back if you computed in another one).",
+              "返回值的数据类型应与输入相同（如果中间换了类型，最后要转回来）。"),
+    "shape": ("check the shape your function returns against the one expected above.",
+              "把你的函数返回的形状与上面期望的形状对照一下。"),
+    "values": ("compare your function with the formula on the failing case above.",
+               "请在上面这个未通过的用例上对照公式检查你的函数。"),
+}
+
+
 def _agree(a: Outcome, b: Outcome, names) -> bool:
     """Two wrong results are the same mistake: equal outputs, or errors of the same type."""
     if a.error is not None or b.error is not None:
@@ -357,9 +370,9 @@ def check(task, fn: Callable, *, device=None) -> Verdict:
                f"{mistake.en}")
         zh += f"\n针对第一个未通过用例的提示（其余的可能另有原因）：{mistake.zh}"
     else:
-        en += ("\nThis is not one of the mistakes this check knows; compare your function with "
-               "the formula on the failing case above.")
-        zh += "\n这不是本检查收录的常见错误之一；请在上面这个未通过的用例上对照公式检查你的函数。"
+        advice_en, advice_zh = ADVICE.get(diff.kind, ADVICE["values"])
+        en += f"\nThis is not one of the mistakes this check knows; {advice_en}"
+        zh += f"\n这不是本检查收录的常见错误之一；{advice_zh}"
     return Verdict(task.name, False, en, zh, mistake and mistake.name,
                    tuple(cases[i].en for i in failed), mistake is not None and not explains_all)
 

@@ -214,7 +214,7 @@ NADARAYA_WATSON = Task(
              "exclude_self=True changes nothing; with it, query i must give key i no weight "
              "(mask the diagonal before the softmax).",
              "exclude_self=True 没有起作用；此时查询 i 不应给键 i 任何权重（在 softmax 之前"
-             "遮掉对角线）。"),
+             "掩蔽对角线）。"),
      Mistake("kernel values divided by their sum", _nw_exp_then_divide,
              "the weights are computed as K / sum K; for a query far from every key every K "
              "underflows to 0 and 0 / 0 = NaN. Take the softmax of the log-kernel -u^2 / 2 "
@@ -225,7 +225,7 @@ NADARAYA_WATSON = Task(
              "the own key's weight is set to 0 after the softmax, so the rows no longer sum to "
              "one; mask it before the softmax (a score of -inf), which renormalises the rest.",
              "自己那个键的权重是在 softmax 之后才置 0 的，于是每行的和不再是一；应在 softmax 之前"
-             "遮掉它（分数取 -inf），其余权重会重新归一化。")),
+             "掩蔽它（分数取 -inf），其余权重会重新归一化。")),
     outputs=("predictions", "weights"))
 
 
@@ -250,12 +250,14 @@ def _masked_cases(gen):
         Case("a sequence with no valid key", "有一个序列没有任何有效键", (s, torch.tensor([0, 2]))),
         Case("heads (B, h, n_q, n_k)", "多头 (B, h, n_q, n_k)",
              (randn(gen, 2, 2, 3, 4), torch.tensor([2, 4]))),
+        Case("heads, one length per query, B = h", "多头，每个查询一个长度，B = h",
+             (randn(gen, 2, 2, 3, 4), torch.tensor([[1, 2, 3], [4, 0, 2]]))),
         Case("a boolean mask", "布尔掩码", (s,), {"mask": randn(gen, 3, 5) > 0}),
         Case("float16, with a row of no valid key", "float16，含一个没有有效键的行",
              (half, torch.tensor([4, 0]))),
         Case("scores not contiguous", "分数张量不连续",
              (not_contiguous(randn(gen, 2, 4, 4)), torch.tensor([1, 3]))),
-        Case("no mask at all", "完全不遮掩", (s,)),
+        Case("no mask at all", "完全不掩蔽", (s,)),
     ]
 
 
@@ -305,21 +307,24 @@ def _masked_mask_ignored(scores, valid_lens=None, *, mask=None):
 
 MASKED_SOFTMAX = Task(
     "masked_softmax", 3, masked_softmax,
-    "A softmax over the last axis of scores that gives exactly zero weight to the keys a query "
-    "may not see: key j is usable when j < valid_lens (one length per sequence, or per query) "
-    "and where mask is True; a row with no usable key gets all zeros, never NaN.",
-    "对 scores 的最后一维做 softmax，并让查询不能看的键权重恰好为零：当 j < valid_lens"
-    "（每个序列一个长度，或每个查询一个）且 mask 为 True 时键 j 可用；没有可用键的行全为零，"
-    "绝不是 NaN。",
+    "A softmax over the last axis of scores (B, [h, …,] n_q, n_k) that gives exactly zero "
+    "weight to the keys a query may not see: key j is usable when j < valid_lens (B,) or "
+    "(B, n_q) (one length per sequence, or per query, whatever head axes lie between) and where "
+    "mask (boolean, broadcastable to scores) is True; a row with no usable key gets all zeros, "
+    "never NaN. The weights have the shape and dtype of scores.",
+    "对 scores (B, [h, …,] n_q, n_k) 的最后一维做 softmax，并让查询不能看的键权重恰好为零："
+    "当 j < valid_lens（形状 (B,) 或 (B, n_q)：每个序列一个长度，或每个查询一个，中间无论有几个"
+    "头的维度）且 mask（布尔型，可广播到 scores）为 True 时键 j 可用；没有可用键的行全为零，"
+    "绝不是 NaN。权重的形状和数据类型与 scores 相同。",
     _masked_cases,
     (Mistake("-1e6 for the masked scores", _masked_minus_1e6,
              "the masked scores are filled with -1e6 and never zeroed: a row with no valid key "
              "then gets uniform weights over the padding instead of zeros, and in float16 -1e6 "
              "does not fit (the largest float16 is 65,504). Fill with "
              "torch.finfo(scores.dtype).min, then set the masked weights to 0.",
-             "被遮掉的分数填成了 -1e6，之后也没有置零：没有有效键的行会在填充位置上得到均匀权重，"
+             "被掩蔽的分数填成了 -1e6，之后也没有置零：没有有效键的行会在填充位置上得到均匀权重，"
              "而不是零；而且 float16 装不下 -1e6（float16 最大只有 65504）。请填入 "
-             "torch.finfo(scores.dtype).min，再把被遮掉的权重设为 0。"),
+             "torch.finfo(scores.dtype).min，再把被掩蔽的权重设为 0。"),
      Mistake("softmax over the queries", _masked_wrong_axis,
              "your weights sum to one over the queries, not the keys: take the softmax over "
              "dim=-1.",
@@ -327,7 +332,7 @@ MASKED_SOFTMAX = Task(
      Mistake("padding masked on the queries", _masked_on_queries,
              "the valid lengths mask the queries (rows) instead of the keys (columns): key j is "
              "usable when j < length, whichever query asks.",
-             "有效长度遮掉的是查询（行）而不是键（列）：无论哪个查询来问，只要 j < 长度，键 j "
+             "有效长度掩蔽的是查询（行）而不是键（列）：无论哪个查询来问，只要 j < 长度，键 j "
              "就可用。"),
      Mistake("one key too many", _masked_off_by_one,
              "one key too many is kept: with valid length L the usable keys are 0 … L - 1 "
@@ -336,7 +341,7 @@ MASKED_SOFTMAX = Task(
      Mistake("-inf without zeroing", _masked_minus_inf,
              "masking with -inf is right for a row with some valid key, but a row with none "
              "becomes softmax(-inf, …, -inf) = NaN; such a row must be all zeros.",
-             "用 -inf 遮掩，对至少有一个有效键的行是对的；但一个有效键都没有的行会变成 "
+             "用 -inf 掩蔽，对至少有一个有效键的行是对的；但一个有效键都没有的行会变成 "
              "softmax(-inf, …, -inf) = NaN；这样的行应全为零。"),
      Mistake("mask argument ignored", _masked_mask_ignored,
              "the mask argument is ignored; combine it with the valid lengths (a key must pass "
@@ -510,12 +515,12 @@ DOT_PRODUCT_ATTENTION = Task(
      Mistake("padding masked on the queries", _dot_on_queries,
              "the valid lengths mask the queries instead of the keys: pass valid_lens to "
              "masked_softmax, which masks the keys j >= length.",
-             "有效长度遮掉的是查询而不是键：把 valid_lens 交给 masked_softmax，它遮掉 "
+             "有效长度掩蔽的是查询而不是键：把 valid_lens 交给 masked_softmax，它掩蔽 "
              "j >= 长度的键。"),
      Mistake("-1e6 for the masked scores", _dot_minus_1e6,
              "masking with -1e6: a query with no valid key gets the plain average of the padding "
              "values instead of zeros, and in float16 -1e6 overflows. Use masked_softmax.",
-             "用 -1e6 遮掩：没有有效键的查询会得到填充位置上值的平均，而不是零；在 float16 里 -1e6 "
+             "用 -1e6 掩蔽：没有有效键的查询会得到填充位置上值的平均，而不是零；在 float16 里 -1e6 "
              "还会溢出。请用 masked_softmax。")))
 
 

@@ -107,7 +107,7 @@ def _tiled_cases(gen):
         Case("7 queries, 40 keys, a boolean mask", "7 个查询、40 个键，布尔掩码",
              (q[:, :7], k, v), {"mask": randn(gen, 7, 40) > -0.5, "block_size": 8}),
         Case("heads, grouped (4 query heads, 2 key/value heads)",
-             "分组多头（4 个查询头、2 个键/值头）",
+             "分组头（4 个查询头、2 个键/值头）",
              (randn(gen, 1, 4, 20, 8), randn(gen, 1, 2, 20, 8), randn(gen, 1, 2, 20, 8)),
              {"block_size": 8, "is_causal": True}),
         Case("one block for everything", "只有一块", (q, k, v), {"block_size": 256}),
@@ -224,15 +224,19 @@ def _window_cases(gen):
         Case("window 1", "窗口 1", (q, k, v, 1)),
         Case("a window wider than the sequence", "窗口比序列还宽",
              (q[:, :6], k[:, :6], v[:, :6], 9)),
-        Case("grouped heads", "分组多头", (randn(gen, 1, 4, 12, 8), randn(gen, 1, 2, 12, 8),
+        Case("grouped heads", "分组头", (randn(gen, 1, 4, 12, 8), randn(gen, 1, 2, 12, 8),
                                           randn(gen, 1, 2, 12, 8), 2)),
+        Case("scale 0.5", "缩放 0.5", (q, k, v, 2), {"scale": 0.5}),
     ]
 
 
 def _window(queries, keys, values, window, is_causal, valid_lens, scale, *, rule,
-            use_lens=True):
+            use_lens=True, tile=False, nan_rows=False):
     group = queries.shape[-3] // keys.shape[-3] if keys.dim() >= 4 else 1
-    keys, values = keys.repeat_interleave(group, -3), values.repeat_interleave(group, -3)
+    if tile:
+        keys, values = keys.repeat(1, group, 1, 1), values.repeat(1, group, 1, 1)
+    else:
+        keys, values = keys.repeat_interleave(group, -3), values.repeat_interleave(group, -3)
     n = queries.shape[-2]
     i = torch.arange(n, device=queries.device)[:, None]
     j = torch.arange(n, device=queries.device)[None, :]
@@ -241,7 +245,10 @@ def _window(queries, keys, values, window, is_causal, valid_lens, scale, *, rule
     if lens is not None and use_lens:
         allowed = allowed & lens
     scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
-    return masked_softmax(queries @ keys.transpose(-2, -1) * scale, mask=allowed) @ values
+    scores = queries @ keys.transpose(-2, -1) * scale
+    if nan_rows:
+        return torch.softmax(scores.masked_fill(~allowed, float("-inf")), -1) @ values
+    return masked_softmax(scores, mask=allowed) @ values
 
 
 def _right_window(i, j, w, causal):
@@ -278,24 +285,47 @@ def _window_lens_ignored(queries, keys, values, window, *, is_causal=False, vali
                    rule=_right_window, use_lens=False)
 
 
+def _window_minus_inf(queries, keys, values, window, *, is_causal=False, valid_lens=None,
+                      scale=None):
+    return _window(queries, keys, values, window, is_causal, valid_lens, scale,
+                   rule=_right_window, nan_rows=True)
+
+
+def _window_heads_tiled(queries, keys, values, window, *, is_causal=False, valid_lens=None,
+                        scale=None):
+    return _window(queries, keys, values, window, is_causal, valid_lens, scale,
+                   rule=_right_window, tile=True)
+
+
+def _window_scale_ignored(queries, keys, values, window, *, is_causal=False, valid_lens=None,
+                          scale=None):
+    return _window(queries, keys, values, window, is_causal, valid_lens, None,
+                   rule=_right_window)
+
+
 SLIDING_WINDOW = Task(
     "sliding_window", 9, sliding_window_attention,
-    "Each query i attends to the keys j with |i - j| <= window (i - window <= j <= i when "
-    "is_causal), among the valid ones (valid_lens (B,)); scale 1 / sqrt(d) by default; grouped "
-    "key/value heads allowed. A dense mask is fine for the check (the package's version never "
-    "builds one).",
-    "每个查询 i 关注满足 |i - j| <= window 的键 j（is_causal 时为 i - window <= j <= i），且只在"
-    "有效键中（valid_lens (B,)）；默认缩放 1 / sqrt(d)；允许分组的键/值头。检查时用稠密掩码即可"
-    "（包里的版本从不构造它）。",
+    "Self-attention within a window, for queries (B, [h,] n, d), keys (B, [h_kv,] n, d) and "
+    "values (B, [h_kv,] n, d_v), h_kv dividing h: each query i attends to the keys j with "
+    "|i - j| <= window (i - window <= j <= i when is_causal), among the valid ones (j < "
+    "valid_lens, one length per sequence); scores q · k * scale, scale 1 / sqrt(d) when None. "
+    "A query with no key to attend to outputs zeros. A dense mask is fine for the check (the "
+    "package's version never builds one).",
+    "窗口内的自注意力，queries (B, [h,] n, d)、keys (B, [h_kv,] n, d)、values (B, [h_kv,] n, "
+    "d_v)，h_kv 整除 h：每个查询 i 关注满足 |i - j| <= window 的键 j（is_causal 时为 "
+    "i - window <= j <= i），且只在有效键中（j < valid_lens，每个序列一个长度）；分数为 "
+    "q · k * scale，scale 为 None 时取 1 / sqrt(d)。没有可关注的键的查询输出零。检查时用稠密"
+    "掩码即可（包里的版本从不构造它）。",
     _window_cases,
     (Mistake("the window excludes the query itself", _window_without_self,
              "the query's own position is left out; the window |i - j| <= window includes "
              "j = i.",
              "查询自己的位置被排除了；窗口 |i - j| <= window 包含 j = i。"),
      Mistake("one key too few on each side", _window_strict,
-             "the window is |i - j| < window; it includes the keys exactly window away: "
-             "|i - j| <= window.",
-             "窗口写成了 |i - j| < window；恰好相距 window 的键也在窗口里：|i - j| <= window。"),
+             "your window is |i - j| < window, which leaves out the keys exactly window away; "
+             "the window is |i - j| <= window (i - window <= j <= i when causal).",
+             "你的窗口写成了 |i - j| < window，漏掉了恰好相距 window 的键；窗口应是 "
+             "|i - j| <= window（因果时为 i - window <= j <= i）。"),
      Mistake("is_causal ignored", _window_causal_ignored,
              "is_causal=True changes nothing; with it the window is one-sided: "
              "i - window <= j <= i.",
@@ -306,7 +336,22 @@ SLIDING_WINDOW = Task(
              "即使没有 is_causal，窗口也只向前看；没有 is_causal 时它应向两侧各伸 window 个位置。"),
      Mistake("valid lengths ignored", _window_lens_ignored,
              "valid_lens is ignored, so queries near the end read padding.",
-             "valid_lens 被忽略了，于是靠近末尾的查询读到了填充。")))
+             "valid_lens 被忽略了，于是靠近末尾的查询读到了填充。"),
+     Mistake("-inf without zeroing", _window_minus_inf,
+             "masking with -inf leaves a query with no key in its window (past a short "
+             "sequence's end) with softmax(-inf, …, -inf) = NaN; such a query outputs zeros "
+             "(masked_softmax does this).",
+             "用 -inf 掩蔽时，窗口里没有任何键的查询（在短序列末尾之后）会得到 "
+             "softmax(-inf, …, -inf) = NaN；这样的查询应输出零（masked_softmax 就是这样做的）。"),
+     Mistake("key/value heads tiled", _window_heads_tiled,
+             "with grouped heads, query head i must read key/value head i // (h / h_kv) "
+             "(repeat_interleave), not i % h_kv (repeat).",
+             "分组头时，查询头 i 应读键/值头 i // (h / h_kv)（repeat_interleave），而不是 "
+             "i % h_kv（repeat）。"),
+     Mistake("scale ignored", _window_scale_ignored,
+             "the scale argument is ignored; 1 / sqrt(d) is only its default, when scale is "
+             "None.",
+             "scale 参数被忽略了；1 / sqrt(d) 只是 scale 为 None 时的默认值。")))
 
 
 # ---- chapter 10: patches as tokens --------------------------------------------------------

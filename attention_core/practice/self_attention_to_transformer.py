@@ -91,7 +91,7 @@ SELF_ATTENTION = Task(
      Mistake("padding masked on the queries", _sa_on_queries,
              "the valid lengths mask the queries instead of the keys: every query may read the "
              "keys j < length.",
-             "有效长度遮掉的是查询而不是键：每个查询都可以读 j < 长度的键。"),
+             "有效长度掩蔽的是查询而不是键：每个查询都可以读 j < 长度的键。"),
      Mistake("a causal mask", _sa_causal,
              "a causal mask is applied; this layer is the encoder's self-attention, in which "
              "every position sees every valid position, earlier or later.",
@@ -147,12 +147,12 @@ CAUSAL_MASK = Task(
              "the polarity is inverted: here True must mean 'may attend' (as in torch's "
              "scaled_dot_product_attention), not 'masked out'.",
              "真假反了：这里 True 表示“可以关注”（与 torch 的 scaled_dot_product_attention "
-             "相同），而不是“被遮掉”。"),
+             "相同），而不是“被掩蔽”。"),
      Mistake("a float mask", _causal_float,
              "the mask is a float tensor of ones and zeros; it must be boolean (a float mask is "
              "added to the scores, so 0 would hide nothing).",
-             "掩码是由 0 和 1 组成的浮点张量；它应是布尔型（浮点掩码会被加到分数上，0 什么也遮"
-             "不住）。"),
+             "掩码是由 0 和 1 组成的浮点张量；它应是布尔型（浮点掩码会被加到分数上，0 什么也掩蔽"
+             "不了）。"),
      Mistake("aligned to the bottom right", _causal_bottom_right,
              "the diagonal is aligned to the last key (tril(n_k - n_q)); here it starts at the "
              "top left, as torch's is_causal does: query i sees keys 0 … i.",
@@ -559,10 +559,14 @@ def _mha_cases(gen):
 
 
 def _mha(self, queries, keys, values, valid_lens, is_causal, *, out=True, scale=None,
-         merge_plain=False, rows=False, causal_ok=True, tile=False):
-    q = self.split_heads(self.W_q(queries), self.num_heads)
-    k = self.split_heads(self.W_k(keys), self.num_kv_heads)
-    v = self.split_heads(self.W_v(values), self.num_kv_heads)
+         merge_plain=False, rows=False, causal_ok=True, tile=False, split_plain=False):
+    def split(x, heads):
+        if split_plain:  # (B, n, heads * d_head) read as (B, heads, n, d_head)
+            return x.reshape(x.shape[0], heads, x.shape[1], x.shape[2] // heads)
+        return self.split_heads(x, heads)
+    q = split(self.W_q(queries), self.num_heads)
+    k = split(self.W_k(keys), self.num_kv_heads)
+    v = split(self.W_v(values), self.num_kv_heads)
     group = self.num_heads // self.num_kv_heads
     if tile:
         k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
@@ -577,7 +581,10 @@ def _mha(self, queries, keys, values, valid_lens, is_causal, *, out=True, scale=
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     heads = masked_softmax(q @ k.transpose(-2, -1) * scale, mask=mask) @ v
     B, h, n, d = heads.shape
-    merged = heads.reshape(B, n, h * d) if merge_plain else self.merge_heads(heads)
+    if split_plain:  # the same mistake undone on the way back
+        merged = heads.reshape(B, n, h * d)
+    else:
+        merged = heads.reshape(B, n, h * d) if merge_plain else self.merge_heads(heads)
     return self.W_o(merged) if out else merged
 
 
@@ -612,25 +619,48 @@ def _mha_tiled(self, queries, keys, values, valid_lens=None, need_weights=None, 
     return _mha(self, queries, keys, values, valid_lens, is_causal, tile=True)
 
 
+def _mha_no_scale(self, queries, keys, values, valid_lens=None, need_weights=None, *,
+                  is_causal=False, head_mask=None):
+    return _mha(self, queries, keys, values, valid_lens, is_causal, scale=1.0)
+
+
+def _mha_split_plain(self, queries, keys, values, valid_lens=None, need_weights=None, *,
+                     is_causal=False, head_mask=None):
+    return _mha(self, queries, keys, values, valid_lens, is_causal, split_plain=True)
+
+
 MULTIHEAD = Task(
     "multihead_attention", 7, MultiHeadAttention.forward,
-    "MultiHeadAttention.forward (need_weights and head_mask may be ignored): project with W_q, "
-    "W_k, W_v, split into heads (num_heads for queries, num_kv_heads for keys and values), "
-    "attend in each head with scale 1 / sqrt(d_head) over the valid keys (and only earlier "
-    "ones when is_causal), merge the heads, apply W_o.",
-    "MultiHeadAttention.forward（可以不管 need_weights 和 head_mask）：用 W_q、W_k、W_v 投影，"
-    "拆成多个头（查询 num_heads 个，键和值 num_kv_heads 个），在每个头里以 1 / sqrt(d_head) 的"
-    "缩放在有效键上做注意力（is_causal 时只看之前的键），合并各头，再乘 W_o。",
+    "MultiHeadAttention.forward (need_weights and head_mask may be ignored; dropout is off in "
+    "the check): project with self.W_q, W_k, W_v, split into heads (self.num_heads for "
+    "queries, self.num_kv_heads for keys and values; split_heads and merge_heads are yours to "
+    "use, attend_heads is not), attend in each head with scale 1 / sqrt(d_head) over the valid "
+    "keys (and, when is_causal, keys j <= i), merge the heads, apply W_o.",
+    "MultiHeadAttention.forward（可以不管 need_weights 和 head_mask；检查时不用 dropout）："
+    "用 self.W_q、W_k、W_v 投影，拆成多个头（查询 self.num_heads 个，键和值 self.num_kv_heads "
+    "个；可以用 split_heads 和 merge_heads，但不要用 attend_heads），在每个头里以 "
+    "1 / sqrt(d_head) 的缩放在有效键上做注意力（is_causal 时只看 j <= i 的键），合并各头，"
+    "再乘 W_o。",
     _mha_cases,
     (Mistake("no output projection", _mha_no_w_o,
              "W_o is missing: the concatenated heads go through the output projection W_o, "
              "which mixes what the heads found.",
              "少了 W_o：拼接后的各头要经过输出投影 W_o，由它混合各头找到的东西。"),
      Mistake("scaled by num_hiddens", _mha_scale_hiddens,
-             "the scores are divided by sqrt(num_hiddens); in each head they are divided by "
-             "sqrt(d_head), d_head = num_hiddens / num_heads, the size of that head's queries.",
-             "分数除以了 sqrt(num_hiddens)；每个头里应除以 sqrt(d_head)，d_head = num_hiddens / "
-             "num_heads，即该头查询的维数。"),
+             "the scores are divided by sqrt(d), d = num_hiddens the layer's width; in each head "
+             "they are divided by sqrt(d_head), d_head = d / num_heads, the size of that head's "
+             "queries.",
+             "分数除以了 sqrt(d)，d = num_hiddens 是这一层的宽度；每个头里应除以 sqrt(d_head)，"
+             "d_head = d / num_heads，即该头查询的维数。"),
+     Mistake("no scaling", _mha_no_scale,
+             "the scores are not scaled: in each head divide q · k by sqrt(d_head).",
+             "分数没有缩放：每个头里 q · k 都要除以 sqrt(d_head)。"),
+     Mistake("heads split without the transpose", _mha_split_plain,
+             "the projections are reshaped straight to (B, h, n, d_head), which cuts the "
+             "sequence, not each position's features: view them as (B, n, h, d_head), then "
+             "transpose(1, 2) (split_heads).",
+             "投影被直接 reshape 成 (B, h, n, d_head)，切开的是序列而不是每个位置的特征：应先看作 "
+             "(B, n, h, d_head)，再 transpose(1, 2)（即 split_heads）。"),
      Mistake("heads merged without the transpose", _mha_merge_plain,
              "the heads (B, h, n, d_head) are reshaped to (B, n, h * d_head) without moving the "
              "head axis next to the features: transpose(1, 2) first (merge_heads).",
@@ -638,7 +668,7 @@ MULTIHEAD = Task(
              "(B, n, h * d_head)：应先 transpose(1, 2)（即 merge_heads）。"),
      Mistake("padding masked on the queries", _mha_on_queries,
              "the valid lengths mask the queries instead of the keys.",
-             "有效长度遮掉的是查询而不是键。"),
+             "有效长度掩蔽的是查询而不是键。"),
      Mistake("is_causal ignored", _mha_causal_ignored,
              "is_causal=True changes nothing; with it, query i may not see keys j > i.",
              "is_causal=True 没有起作用；此时查询 i 不能看 j > i 的键。"),
@@ -817,7 +847,7 @@ KV_CACHE_STEP = Task(
              "with t cached positions, query i of X is position t + i: the mask is "
              "tril(t), not tril(0), which would hide the cache from it.",
              "缓存了 t 个位置时，X 的第 i 个查询位于位置 t + i：掩码应是 tril(t)，而不是 "
-             "tril(0)（那会把缓存对它遮住）。"),
+             "tril(0)（那会对它掩蔽整个缓存）。"),
      Mistake("new keys before the cache", _cache_new_first,
              "the new keys go before the cached ones; the cache keeps positions in order, so "
              "append them after: torch.cat([cache, new], dim=2).",
