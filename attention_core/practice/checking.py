@@ -159,11 +159,29 @@ class Outcome:
 
 
 def _call(fn, case: Case) -> Outcome:
+    return _watched_call(fn, case)[0]
+
+
+def _watched_call(fn, case: Case) -> tuple[Outcome, str | None]:
+    """fn's outcome on a copy of the case's inputs, and the name of an input it changed in
+    place (None if it changed none)."""
+    args, kwargs = _fresh(case.args), _fresh(case.kwargs)
     try:
         with torch.no_grad():
-            return Outcome(leaves=_leaves(fn(*_fresh(case.args), **_fresh(case.kwargs))))
+            outcome = Outcome(leaves=_leaves(fn(*args, **kwargs)))
     except Exception as error:  # the reader's error is a result to report, not a crash
-        return Outcome(error=error)
+        outcome = Outcome(error=error)
+    given = [*case.args, *case.kwargs.values()]
+    for position, (before, after) in enumerate(zip(given, [*args, *kwargs.values()])):
+        tensors = [(b, a) for b, a in zip(_leaves(before), _leaves(after))
+                   if isinstance(b, torch.Tensor)]
+        if any(b.shape != a.shape or not _close(b, a).all() for b, a in tensors):
+            names = [*inspect.signature(fn).parameters]
+            keys = [*case.kwargs]
+            name = names[position] if position < len(case.args) and position < len(names) \
+                else (keys[position - len(case.args)] if position >= len(case.args) else "?")
+            return outcome, name
+    return outcome, None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,6 +212,11 @@ def _number(x: float) -> str:
     return f"{x:.4g}"
 
 
+# the returned values' names in Chinese, where a name is a word rather than code
+NAMES_ZH = {"output": "输出", "weights": "权重", "predictions": "预测", "keys": "键",
+            "values": "值", "cache keys": "缓存的键", "cache values": "缓存的值"}
+
+
 def compare(expected: Outcome, got: Outcome, names: Sequence[str]) -> Difference | None:
     """None when got matches expected (within the dtype's tolerance), else the first difference."""
     if got.error is not None:
@@ -215,39 +238,32 @@ def compare(expected: Outcome, got: Outcome, names: Sequence[str]) -> Difference
     for i, (w, h) in enumerate(zip(want, have)):
         name = names[i] if i < len(names) else f"output {i}"
         if isinstance(w, torch.Tensor):
-            found = _compare_tensor(name, w, h)
+            found = _compare_tensor(name, NAMES_ZH.get(name, name), w, h)
             if found is not None:
                 return found
         elif not (w is h or w == h):
             return Difference("value", f"{name}: expected {w!r}, got {h!r}",
-                              f"{name}：应为 {w!r}，实际为 {h!r}")
+                              f"{NAMES_ZH.get(name, name)}：应为 {w!r}，实际为 {h!r}")
     return None
 
 
-def _compare_tensor(name: str, w: torch.Tensor, h) -> Difference | None:
+def _compare_tensor(name: str, name_zh: str, w: torch.Tensor, h) -> Difference | None:
     if not isinstance(h, torch.Tensor):
         return Difference("type", f"{name}: expected a tensor, got {type(h).__name__}",
-                          f"{name}：应为张量，实际为 {type(h).__name__}")
+                          f"{name_zh}：应为张量，实际为 {type(h).__name__}")
     if h.shape != w.shape:
         return Difference("shape", f"{name}: expected shape {tuple(w.shape)}, got "
-                          f"{tuple(h.shape)}", f"{name}：形状应为 {tuple(w.shape)}，实际为 "
+                          f"{tuple(h.shape)}", f"{name_zh}：形状应为 {tuple(w.shape)}，实际为 "
                           f"{tuple(h.shape)}")
     if h.dtype != w.dtype:
         return Difference("dtype", f"{name}: expected dtype {w.dtype}, got {h.dtype}",
-                          f"{name}：数据类型应为 {w.dtype}，实际为 {h.dtype}")
+                          f"{name_zh}：数据类型应为 {w.dtype}，实际为 {h.dtype}")
     if h.device != w.device:
         return Difference("device", f"{name}: expected it on {w.device}, got {h.device}",
-                          f"{name}：应在 {w.device} 上，实际在 {h.device} 上")
+                          f"{name_zh}：应在 {w.device} 上，实际在 {h.device} 上")
     if w.numel() == 0:
         return None
-    if not w.is_floating_point():
-        wrong = h != w
-    else:
-        atol, rtol = TOLERANCES.get(w.dtype, (1e-5, 1e-4))
-        w64, h64 = w.double(), h.double()
-        close = ((w64 - h64).abs() <= atol + rtol * w64.abs()) | (w64 == h64)
-        close |= w64.isnan() & h64.isnan()
-        wrong = ~close
+    wrong = ~_close(w, h)
     if not wrong.any():
         return None
     where = tuple(int(i) for i in wrong.nonzero()[0])
@@ -257,12 +273,34 @@ def _compare_tensor(name: str, w: torch.Tensor, h) -> Difference | None:
     if w.is_floating_point() and bool(h.isnan().any()) and not bool(w.isnan().any()):
         return Difference("nan", f"{name}: NaN in {count} of {w.numel()} entries, first at {at}, "
                           f"where {_number(want_v)} is expected",
-                          f"{name}：{w.numel()} 个元素中有 {count} 个是 NaN，第一个在 {at}，"
+                          f"{name_zh}：{w.numel()} 个元素中有 {count} 个是 NaN，第一个在 {at}，"
                           f"那里应为 {_number(want_v)}")
-    return Difference("values", f"{name}: {count} of {w.numel()} entries differ; first at {at}: "
-                      f"expected {_number(want_v)}, got {_number(have_v)}",
-                      f"{name}：{w.numel()} 个元素中有 {count} 个不同；第一个在 {at}："
-                      f"应为 {_number(want_v)}，实际为 {_number(have_v)}")
+    en = (f"{name}: {count} of {w.numel()} entries differ; first at {at}: expected "
+          f"{_number(want_v)}, got {_number(have_v)}")
+    zh = (f"{name_zh}：{w.numel()} 个元素中有 {count} 个不同；第一个在 {at}：应为 "
+          f"{_number(want_v)}，实际为 {_number(have_v)}")
+    if w.dim() >= 2 and w.shape[-2] > 1:  # which rows (queries, positions) are wrong
+        rows = wrong.reshape(-1, *w.shape[-2:]).any(0).any(-1)
+        if not rows.all():
+            listed = ", ".join(str(int(r)) for r in rows.nonzero()[:, 0][:8])
+            more = ", …" if int(rows.sum()) > 8 else ""
+            en += (f"; rows (axis -2) that differ: {listed}{more} of {w.shape[-2]}, the "
+                   f"others match")
+            zh += f"；不同的行（倒数第二维）：{listed}{more}（共 {w.shape[-2]} 行），其余的行一致"
+    if w.numel() > 1 and _close(w.flatten().sort().values, h.flatten().sort().values).all():
+        en += "; your output holds the expected numbers, in another order"
+        zh += "；你的输出包含的正是期望的那些数，只是顺序不同"
+    return Difference("values", en, zh)
+
+
+def _close(w: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """Where h equals w within the tolerance of w's dtype (NaN equals NaN)."""
+    if not w.is_floating_point():
+        return h == w
+    atol, rtol = TOLERANCES.get(w.dtype, (1e-5, 1e-4))
+    w64, h64 = w.double(), h.double()
+    return ((w64 - h64).abs() <= atol + rtol * w64.abs()) | (w64 == h64) | \
+        (w64.isnan() & h64.isnan())
 
 
 # what to look at when no catalogued mistake explains a failure, by the kind of difference
@@ -275,7 +313,19 @@ ADVICE = {
               "把你的函数返回的形状与上面期望的形状对照一下。"),
     "values": ("compare your function with the formula on the failing case above.",
                "请在上面这个未通过的用例上对照公式检查你的函数。"),
+    "mutated": ("its result was right.", "它的结果是对的。"),
 }
+
+
+def _changed(name: str | None) -> Difference | None:
+    """The difference of a function that returned the right result but changed an input."""
+    if name is None:
+        return None
+    return Difference("mutated", f"your function changed its input {name} in place; the "
+                      f"caller still needs it (a query reused by the next layer, a cache): work "
+                      f"on a copy, or with operations that return new tensors",
+                      f"你的函数就地修改了输入 {name}；调用者之后还要用它（下一层还要用的查询、"
+                      f"缓存）：请在副本上操作，或者使用返回新张量的运算")
 
 
 def _agree(a: Outcome, b: Outcome, names) -> bool:
@@ -334,8 +384,10 @@ def check(task, fn: Callable, *, device=None) -> Verdict:
                         f"got {type(fn).__name__}")
     cases = task.build(device)
     expected = [_call(task.reference, case) for case in cases]
-    got = [_call(fn, case) for case in cases]
-    differences = [compare(e, g, task.outputs) for e, g in zip(expected, got)]
+    watched = [_watched_call(fn, case) for case in cases]
+    got = [outcome for outcome, _ in watched]
+    differences = [compare(e, g, task.outputs) or _changed(changed)
+                   for e, g, (_, changed) in zip(expected, got, watched)]
     failed = [i for i, d in enumerate(differences) if d is not None]
     if not failed:
         labels_en = "; ".join(case.en for case in cases)
@@ -346,7 +398,7 @@ def check(task, fn: Callable, *, device=None) -> Verdict:
                        f"✓ {task.name}：你的函数在全部 {len(cases)} 个用例上与 {task.implements} "
                        f"一致（{labels_zh}）。")
     first = failed[0]
-    mistake, explains_all = _recognise(task, cases, got, first)
+    mistake, explains_all = _recognise(task, cases, expected, got, first)
     case, diff = cases[first], differences[first]
     try:
         bound = inspect.signature(task.reference).bind(*case.args, **case.kwargs)
@@ -377,17 +429,18 @@ def check(task, fn: Callable, *, device=None) -> Verdict:
                    tuple(cases[i].en for i in failed), mistake is not None and not explains_all)
 
 
-def _recognise(task: Task, cases, got, first: int) -> tuple[Mistake | None, bool]:
+def _recognise(task: Task, cases, expected, got, first: int) -> tuple[Mistake | None, bool]:
     """The catalogued mistake that explains the reader's results: the first whose results agree
     with the reader's on every case, (mistake, True); failing that, the one that agrees on the
     first failing case and on the most cases, (mistake, False) (a reader who made two mistakes
     learns of one at a time); else (None, False)."""
     best, best_count = None, -1
     for mistake in task.mistakes:
-        agree = [_agree(_call(mistake.code, case), g, task.outputs)
-                 for case, g in zip(cases, got)]
+        outcomes = [_call(mistake.code, case) for case in cases]
+        agree = [_agree(o, g, task.outputs) for o, g in zip(outcomes, got)]
         if all(agree):
             return mistake, True
-        if agree[first] and sum(agree) > best_count:
+        wrong_there = compare(expected[first], outcomes[first], task.outputs) is not None
+        if agree[first] and wrong_there and sum(agree) > best_count:
             best, best_count = mistake, sum(agree)
     return best, False

@@ -360,13 +360,15 @@ SLIDING_WINDOW = Task(
 def _patch_cases(gen):
     images = randn(gen, 2, 3, 8, 8)
     return [
-        Case("8 × 8, patches of 4", "8 × 8，4 × 4 的块", (images, 4)),
-        Case("patches of 1 (every pixel a token)", "1 × 1 的块（每个像素一个词元）", (images, 1)),
-        Case("one patch for the whole image", "整张图一块", (images, 8)),
-        Case("4 × 8, patches of 2", "4 × 8，2 × 2 的块", (randn(gen, 1, 3, 4, 8), 2)),
+        Case("8 × 8, patches of 4", "8 × 8，4 × 4 的图像块", (images, 4)),
+        Case("patches of 1 (every pixel a token)", "1 × 1 的图像块（每个像素一个词元）",
+             (images, 1)),
+        Case("one patch for the whole image", "整张图一个图像块", (images, 8)),
+        Case("4 × 8, patches of 2", "4 × 8，2 × 2 的图像块", (randn(gen, 1, 3, 4, 8), 2)),
         Case("one channel", "单通道", (randn(gen, 2, 1, 6, 6), 3)),
         Case("channels-last memory", "通道在最后的内存布局",
              (randn(gen, 2, 3, 4, 4).to(memory_format=torch.channels_last), 2)),
+        Case("float64", "float64", (randn(gen, 1, 2, 4, 6, dtype=torch.float64), 2)),
     ]
 
 
@@ -396,13 +398,21 @@ def _patch_transposed(images, patch_size):
     return x.reshape(B, (H // P) * (W // P), C * P * P)
 
 
+def _patch_square(images, patch_size):
+    B, C, H, W = images.shape
+    P = patch_size
+    x = images.reshape(B, C, H // P, P, H // P, P).permute(0, 2, 4, 1, 3, 5)
+    return x.reshape(B, (H // P) ** 2, C * P * P)
+
+
 PATCHIFY = Task(
     "patchify", 10, patchify,
     "images (B, C, H, W) -> (B, (H/P)(W/P), C P P): the P × P patches in row-major order (left "
     "to right, then top to bottom), each flattened channel by channel, row by row (the order of "
-    "a Conv2d weight (out, C, P, P)).",
-    "images (B, C, H, W) -> (B, (H/P)(W/P), C P P)：P × P 的块按行优先排列（先从左到右，再从上到"
-    "下），每块按通道、再按行展平（与 Conv2d 权重 (out, C, P, P) 的顺序相同）。",
+    "a Conv2d weight (out, C, P, P)). H and W are multiples of P; the dtype is kept.",
+    "images (B, C, H, W) -> (B, (H/P)(W/P), C P P)：P × P 的图像块按行优先排列（先从左到右，"
+    "再从上到下），每块按通道、再按行展平（与 Conv2d 权重 (out, C, P, P) 的顺序相同）。H 和 W "
+    "都是 P 的倍数；数据类型保持不变。",
     _patch_cases,
     (Mistake("channels last inside a patch", _patch_channels_last,
              "each patch is flattened as (P, P, C), pixel by pixel; flatten it as (C, P, P), "
@@ -411,15 +421,20 @@ PATCHIFY = Task(
      Mistake("patches in column-major order", _patch_column_major,
              "the patches run down the columns first; the order is row-major: the patch at "
              "(row r, column c) is token r * (W/P) + c.",
-             "块先沿列往下排了；顺序应是行优先：第 r 行第 c 列的块是第 r * (W/P) + c 个词元。"),
+             "图像块先沿列往下排了；顺序应是行优先：第 r 行第 c 列的图像块是第 r * (W/P) + c "
+             "个词元。"),
      Mistake("reshaped without a permute", _patch_no_permute,
              "a plain reshape of (B, C, H, W) cuts rows of pixels, not P × P patches; reshape to "
              "(B, C, H/P, P, W/P, P) and permute the patch grid axes to the front.",
-             "直接 reshape (B, C, H, W) 切出的是一行行像素，而不是 P × P 的块；应先 reshape 成 "
+             "直接 reshape (B, C, H, W) 切出的是一行行像素，而不是 P × P 的图像块；应先 reshape 成 "
              "(B, C, H/P, P, W/P, P)，再把块网格的两维 permute 到前面。"),
      Mistake("each patch transposed", _patch_transposed,
              "inside a patch the pixels are read column by column; read them row by row.",
-             "块内的像素是逐列读取的；应逐行读取。")))
+             "块内的像素是逐列读取的；应逐行读取。"),
+     Mistake("a square image assumed", _patch_square,
+             "the grid is taken as (H/P) × (H/P); an image may be wider than it is tall: the "
+             "grid is (H/P) rows × (W/P) columns.",
+             "网格被当成了 (H/P) × (H/P)；图像的宽和高可以不同：网格是 (H/P) 行 × (W/P) 列。")))
 
 
 # ---- chapter 10: attention rollout --------------------------------------------------------

@@ -166,7 +166,7 @@ CAUSAL_MASK = Task(
 def _sin_cases(gen):
     return [
         Case("50 positions, 16 features", "50 个位置、16 个特征", (50, 16), {"device": DEVICE}),
-        Case("base 100", "base 100", (7, 6), {"base": 100.0, "device": DEVICE}),
+        Case("base 100", "底数 100", (7, 6), {"base": 100.0, "device": DEVICE}),
         Case("an odd number of features", "特征数为奇数", (4, 5), {"device": DEVICE}),
         Case("one position", "一个位置", (1, 8), {"device": DEVICE}),
         Case("float64", "float64", (60, 32), {"dtype": torch.float64, "device": DEVICE}),
@@ -264,10 +264,12 @@ def _rotary_cases(gen):
         Case("heads (B, h, n, d)", "多头 (B, h, n, d)", (rope, randn(gen, 2, 3, 5, 8))),
         Case("explicit positions 10, 11, 12", "显式位置 10、11、12",
              (rope, randn(gen, 1, 3, 8), torch.tensor([10, 11, 12]))),
-        Case("base 100", "base 100", (rope100, randn(gen, 2, 4, 8))),
+        Case("base 100", "底数 100", (rope100, randn(gen, 2, 4, 8))),
         Case("float16 at positions near 3000", "float16，位置接近 3000",
              (rope, randn(gen, 1, 4, 8, dtype=torch.float16), torch.tensor([0, 999, 2047, 2999]))),
         Case("one position", "一个位置", (rope, randn(gen, 2, 1, 8))),
+        Case("heads from split_heads (not contiguous)", "split_heads 得到的头（不连续）",
+             (rope, randn(gen, 2, 5, 3, 8).transpose(1, 2))),
     ]
 
 
@@ -319,9 +321,10 @@ ROTARY = Task(
     "positions 默认为 0 … n - 1。",
     _rotary_cases,
     (Mistake("turned the other way", _rope_backwards,
-             "each pair turns by -angle: (x, y) goes to (x cos - y sin, x sin + y cos), "
-             "counter-clockwise.",
-             "每一对都转了 -角度：(x, y) 应变为 (x cos - y sin, x sin + y cos)，即逆时针转。"),
+             "your pairs turn by minus the angle (clockwise); they must turn "
+             "counter-clockwise, (x, y) to (x cos - y sin, x sin + y cos).",
+             "你的每一对都转了负的角度（顺时针）；应逆时针转：(x, y) 变为 "
+             "(x cos - y sin, x sin + y cos)。"),
      Mistake("pairs from the two halves", _rope_halves,
              "the pairs are (x_j, x_{j+d/2}), the 'rotate half' layout of some libraries; this "
              "package rotates adjacent pairs (x_{2j}, x_{2j+1}).",
@@ -739,14 +742,14 @@ ENCODER_BLOCK = Task(
     "Y = LayerNorm(X + MultiHead(X, X, X)) with self.attention and self.addnorm1, then "
     "LayerNorm(Y + FFN(Y)) with self.ffn and self.addnorm2; valid_lens and is_causal go to the "
     "attention.",
-    "TransformerEncoderBlock.forward（后归一化，可以不管 head_mask）：用 self.attention 和 "
+    "TransformerEncoderBlock.forward（后置规范化，可以不管 head_mask）：用 self.attention 和 "
     "self.addnorm1 得到 Y = LayerNorm(X + MultiHead(X, X, X))，再用 self.ffn 和 self.addnorm2 "
     "得到 LayerNorm(Y + FFN(Y))；valid_lens 和 is_causal 交给注意力。",
     _block_cases,
     (Mistake("normalised before the sublayer", _block_pre_norm,
              "this is pre-norm, X + Sublayer(LayerNorm(X)); the block is post-norm, as in "
              "Vaswani et al.: LayerNorm(X + Sublayer(X)).",
-             "这是前归一化 X + Sublayer(LayerNorm(X))；这个块是后归一化，与 Vaswani 等人相同："
+             "这是前置规范化 X + Sublayer(LayerNorm(X))；这个块是后置规范化，与 Vaswani 等人相同："
              "LayerNorm(X + Sublayer(X))。"),
      Mistake("no residual connections", _block_no_residual,
              "the residual connections are missing: each sublayer's output is added to its "
@@ -807,6 +810,15 @@ def _step(self, X, cache, *, variant=""):
     return out, (k, v)
 
 
+def _cache_no_mask(self, X, cache):
+    att = self.attention1
+    q = att.project_queries(X)
+    k, v = att.project_kv(X, X)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+    return att.attend_heads(q, k, v), (k, v)
+
+
 def _cache_before_attending(self, X, cache):
     return _step(self, X, cache, variant="before attending")
 
@@ -831,12 +843,20 @@ KV_CACHE_STEP = Task(
     "kv_cache_step", 8, TransformerDecoderBlock.self_attention,
     "TransformerDecoderBlock.self_attention: causal self-attention of X (B, n, d) over the "
     "cached keys and values (B, h_kv, t, d_head) and its own; query i of X sits at position "
-    "t + i and sees keys 0 … t + i. Use self.attention1's project_queries, project_kv and "
-    "attend_heads. Returns (output (B, n, d), the grown cache (keys, values)).",
+    "t + i and sees keys 0 … t + i. cache is None on the first call (t = 0), else (keys, "
+    "values). Use self.attention1: project_queries(X) -> (B, h, n, d_head), project_kv(X, X) "
+    "-> keys, values (B, h_kv, n, d_head), and attend_heads(q, k, v, mask), which applies W_o; "
+    "mask is boolean, True = may attend, broadcastable to (B, h, n, t + n) (its is_causal is "
+    "aligned to the top left, which is wrong once there is a cache). Returns (output "
+    "(B, n, d), the grown cache (keys, values)).",
     "TransformerDecoderBlock.self_attention：X (B, n, d) 在缓存的键和值 (B, h_kv, t, d_head) "
     "以及它自己的键和值上做因果自注意力；X 的第 i 个查询位于位置 t + i，能看到键 0 … t + i。"
-    "使用 self.attention1 的 project_queries、project_kv 和 attend_heads。返回 "
-    "(输出 (B, n, d), 增长后的缓存 (keys, values))。",
+    "第一次调用时 cache 为 None（t = 0），否则为 (keys, values)。使用 self.attention1："
+    "project_queries(X) -> (B, h, n, d_head)，project_kv(X, X) -> keys, values "
+    "(B, h_kv, n, d_head)，以及 attend_heads(q, k, v, mask)（它会乘上 W_o）；mask 是布尔型，"
+    "True 表示可以关注，可广播到 (B, h, n, t + n)（它的 is_causal 从左上角对齐，有缓存时就"
+    "不对了）。"
+    "返回 (输出 (B, n, d), 增长后的缓存 (keys, values))。",
     _cache_cases,
     (Mistake("the new position misses itself", _cache_before_attending,
              "the new queries attend to the cache only and the new keys are appended after "
@@ -845,9 +865,17 @@ KV_CACHE_STEP = Task(
              "它自己。"),
      Mistake("causal mask not shifted by the cache", _cache_mask_from_zero,
              "with t cached positions, query i of X is position t + i: the mask is "
-             "tril(t), not tril(0), which would hide the cache from it.",
+             "tril(t), not tril(0) (or is_causal), which lets query i see only keys 0 … i, the "
+             "oldest, and hides the newest keys, its own among them.",
              "缓存了 t 个位置时，X 的第 i 个查询位于位置 t + i：掩码应是 tril(t)，而不是 "
-             "tril(0)（那会对它掩蔽整个缓存）。"),
+             "tril(0)（或 is_causal）；后者只让查询 i 看到最早的键 0 … i，却掩蔽了最新的键，"
+             "包括它自己的。"),
+     Mistake("no causal mask", _cache_no_mask,
+             "there is no causal mask: one new query may see every key, but when several "
+             "positions arrive at once (the first call, a prompt), query i must not see the "
+             "positions after it: mask with tril(t).",
+             "没有因果掩码：只来一个新查询时它确实可以看所有键，但一次来多个位置时（第一次调用、"
+             "一段提示），查询 i 不能看它后面的位置：用 tril(t) 掩蔽。"),
      Mistake("new keys before the cache", _cache_new_first,
              "the new keys go before the cached ones; the cache keeps positions in order, so "
              "append them after: torch.cat([cache, new], dim=2).",

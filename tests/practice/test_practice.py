@@ -92,6 +92,21 @@ def test_an_error_in_the_readers_function_is_reported_with_the_case():
     assert "你的函数抛出了 IndexError" in verdict.zh
 
 
+def test_a_value_difference_says_which_rows_differ_and_whether_it_is_a_reordering():
+    def last_row_wrong(n_queries, n_keys, device=None):
+        mask = practice.TASKS["causal_mask"].reference(n_queries, n_keys, device)
+        mask[-1, 0] = ~mask[-1, 0]
+        return mask
+    verdict = practice.check("causal_mask", last_row_wrong, device="cpu")
+    assert "rows (axis -2) that differ: 3 of 4, the others match" in verdict.en
+    assert "不同的行（倒数第二维）：3（共 4 行），其余的行一致" in verdict.zh
+
+    def reordered(x, heads):
+        return practice.TASKS["split_heads"].reference(x, heads).flip(-1)
+    verdict = practice.check("split_heads", reordered, device="cpu")
+    assert "your output holds the expected numbers, in another order" in verdict.en
+
+
 def test_a_wrong_shape_and_a_wrong_dtype_are_named():
     def transposed(x):
         return practice.TASKS["merge_heads"].reference(x).transpose(1, 2)
@@ -104,14 +119,26 @@ def test_a_wrong_shape_and_a_wrong_dtype_are_named():
     assert "expected dtype torch.float32, got torch.float64" in verdict.en
 
 
-def test_a_function_that_changes_its_inputs_cannot_change_the_reference():
+def test_a_function_that_changes_its_inputs_fails_and_cannot_change_the_reference():
     reference = practice.TASKS["masked_softmax"].reference
 
     def tidy_but_destructive(scores, valid_lens=None, *, mask=None):
         out = reference(scores, valid_lens, mask=mask)
         scores.zero_()  # in place: the reference, run on its own copy, must not see this
         return out
-    assert practice.check("masked_softmax", tidy_but_destructive, device="cpu").passed
+    verdict = practice.check("masked_softmax", tidy_but_destructive, device="cpu")
+    assert not verdict.passed and verdict.mistake is None
+    assert "your function changed its input scores in place" in verdict.en
+    assert "its result was right" in verdict.en and "就地修改了输入 scores" in verdict.zh
+    task = practice.TASKS["kv_cache_step"]
+
+    def grows_the_callers_cache(self, X, cache):  # a tensor inside a tuple, changed in place
+        out, grown = task.reference(self, X, cache)
+        if cache is not None:
+            cache[0].mul_(2)
+        return out, grown
+    verdict = practice.check(task, grows_the_callers_cache, device="cpu")
+    assert "changed its input cache in place" in verdict.en
 
 
 def test_bad_arguments_name_themselves():
