@@ -2,7 +2,7 @@
 word broken, figures sharp on high-DPI screens, a cell's printed lines in one box."""
 import pytest
 from browser import CHROMIUM, FLAGS, needs_chromium
-from built_site import CHAPTER, CHAPTERS, HTML, PROSE_PAGES, Visit, needs_site
+from built_site import CHAPTER, CHAPTERS, HTML, PAGES, PROSE_PAGES, Visit, needs_site
 
 pytestmark = [
     pytest.mark.site,
@@ -61,6 +61,27 @@ def test_sidebar_title_does_not_break_inside_a_word(browser, width):
     broken = [w for w, n in lines if n != 1]
     assert not broken, f"title words broken over lines: {broken}"
     context.close()
+
+
+# every page a reader sees (index.html only redirects to the introduction)
+SHOWN = [p for p in PAGES if p != "index.html"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh", "both"])
+def test_no_page_scrolls_sideways_on_a_phone(browser, lang):
+    context = _phone(browser, 390)
+    page = context.new_page()
+    page.goto((HTML / SHOWN[0]).as_uri())
+    page.evaluate(f"localStorage.setItem('attention-book-lang', '{lang}')")  # lang-switch.js
+    wide = {}
+    for page_path in SHOWN:
+        page.goto((HTML / page_path).as_uri())
+        assert page.evaluate("document.documentElement.dataset.bookLang") == lang
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > 390:
+            wide[page_path] = width
+    context.close()
+    assert not wide, f"pages wider than a 390 px phone: {wide}"
 
 
 @pytest.mark.parametrize("width", [1366, 390])
@@ -146,3 +167,42 @@ def test_a_cells_printed_lines_are_one_output(browser, page_path):
         .filter(o => o.querySelectorAll(':scope > .output.stream').length > 1).length""")
     assert split == 0, f"{split} cells show their printed text in several boxes"
     v.context.close()
+
+
+def test_the_theme_follows_the_system_until_the_reader_chooses(browser):
+    for scheme in ("dark", "light"):
+        context = browser.new_context(color_scheme=scheme)
+        page = context.new_page()
+        page.goto((HTML / CHAPTER).as_uri())
+        assert page.evaluate("document.documentElement.dataset.theme") == scheme
+        context.close()
+    # a reader who chose light keeps it on a dark system, page after page
+    context = browser.new_context(color_scheme="dark")
+    page = context.new_page()
+    page.goto((HTML / CHAPTER).as_uri())
+    page.evaluate("localStorage.setItem('mode', 'light')")
+    page.goto((HTML / CHAPTERS[0]).as_uri())
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    context.close()
+
+
+def test_every_page_has_the_books_own_favicon():
+    from built_site import soup
+    for page_path in SHOWN:
+        icon = soup(HTML / page_path).find("link", rel="icon")
+        assert icon is not None, page_path
+        href = icon["href"]
+        assert not href.startswith(("http:", "https:", "//")), (page_path, href)
+        assert (HTML / page_path).parent.joinpath(href).resolve().is_file(), (page_path, href)
+
+
+def test_equations_are_not_tab_stops(browser):
+    page = browser.new_page()
+    page.goto((HTML / "chapters/03_attention_scoring.html").as_uri())
+    page.wait_for_function("document.querySelectorAll('mjx-container').length > 50")
+    stops = page.evaluate("""() => [...document.querySelectorAll('mjx-container')]
+        .filter(m => m.tabIndex >= 0 || m.hasAttribute('tabindex')).length""")
+    readable = page.evaluate("document.querySelectorAll('mjx-assistive-mml').length")
+    page.close()
+    assert stops == 0
+    assert readable > 50  # each equation still carries MathML for a screen reader
