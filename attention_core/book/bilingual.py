@@ -39,7 +39,8 @@ def is_label(text: str) -> bool:
     return zh is not None and bool(CJK.search(zh)) and not CJK.search(en)
 
 
-def _number(en: str) -> str:
+def leading_number(en: str) -> str:
+    """The chapter or section number a label starts with, with its space ("3. "), or ""."""
     match = NUMBER.match(en)
     return match.group(0) if match else ""
 
@@ -50,7 +51,7 @@ def pick(label: str, lang: str) -> str:
     en, zh = split(label)
     if zh is None or lang == "en":
         return en
-    return _number(en) + zh
+    return leading_number(en) + zh
 
 
 def spans(en: str, zh: str) -> str:
@@ -84,7 +85,7 @@ def keep_language(element, lang: str) -> None:
         for sibling in list(node.next_siblings if lang == "en" else node.previous_siblings):
             sibling.extract()
         node = node.parent
-    first.replace_with(before if lang == "en" else _number(head) + after)
+    first.replace_with(before if lang == "en" else leading_number(head) + after)
 
 
 def _precedes(a, b) -> bool:

@@ -134,6 +134,16 @@
       buttons[i].setAttribute("aria-pressed", String(buttons[i].value === lang));
     }
     if (document.body) localise(document.body, lang);
+    setWindowTitle(lang);
+  }
+  /* The window title in the reader's language: each page names it in both (heading_languages);
+     the "both" mode keeps the title the page was written with. */
+  var bilingualTitle = null;
+  function setWindowTitle(lang) {
+    var meta = document.querySelector('meta[name="book-title-' + lang + '"]');
+    if (!bilingualTitle && document.title) bilingualTitle = document.title;  // as written
+    var want = meta ? meta.getAttribute("content") : bilingualTitle;
+    if (want && document.title !== want) document.title = want;
   }
   function choose(lang) {
     store(lang);

@@ -173,3 +173,40 @@ def test_no_stray_space_inside_chinese_text(browser):
             found[page_path] = stray
     assert not found, f"{sum(map(len, found.values()))} stray spaces: {found}"
     context.close()
+
+
+# what repeats the page's headings, besides the headings themselves
+TITLED = ["article.bd-article h1", "article.bd-article h2", "article.bd-article h3",
+          "nav.bd-docs-nav", ".bd-toc-nav", ".prev-next-area", ".navbar-brand .logo__title",
+          "#jb-print-docs-body h1"]
+
+
+@pytest.mark.parametrize("mode, other", [("en", "zh"), ("zh", "en")])
+def test_one_language_shows_headings_sidebar_contents_and_title_in_that_language(
+        browser, mode, other):
+    v = Visit(browser, CHAPTER)
+    v.page.click(f".lang-switch button[value={mode}]")
+    v.goto("chapters/03_attention_scoring.html")  # the next page, before any click
+    shown = v.page.evaluate("""([selectors, other]) => selectors.map(sel =>
+        [...document.querySelectorAll(sel)].map(el => [
+          sel,
+          [...el.querySelectorAll('.lang-' + other)].filter(s => s.getClientRects().length)
+            .map(s => s.textContent),
+          [...el.querySelectorAll('.lang-' + other)].length])).flat()""", [TITLED, other])
+    assert sum(count for _, _, count in shown) > 40  # the spans are there, for the other mode
+    leaks = [(sel, texts) for sel, texts, _ in shown if texts]
+    assert not leaks, f"{other} text shown in {mode} mode: {leaks[:5]}"
+    title = v.page.title()
+    if mode == "en":
+        assert title == "3. Attention Scoring Functions — Attention Mechanisms"
+        visible = v.page.evaluate("(s) => s.map(q => [...document.querySelectorAll(q)]"
+                                  ".map(e => e.innerText).join(' ')).join(' ')", TITLED[:7])
+        assert not re.search(f"[{CJK}]", visible), "Chinese in English mode"
+    else:
+        assert title == "3. 注意力评分函数 — 注意力机制"
+    v.page.click(".lang-switch button[value=both]")  # both: both halves, the title as written
+    assert v.page.title() == ("3. Attention Scoring Functions · 注意力评分函数 — "
+                              "Attention Mechanisms · 注意力机制")
+    assert v.page.locator("article.bd-article h1 .lang-zh").first.is_visible()
+    assert v.page.locator("article.bd-article h1 .lang-en").first.is_visible()
+    v.context.close()

@@ -57,14 +57,15 @@ def test_shipped_cjk_font_covers_every_chinese_character():
     assert font.stat().st_size < 1_000_000  # a subset, not the 16 MB font
 
 
-# Uncompressed HTML. Chapter 8, the heaviest, is 314 KB (72 KB compressed) with its source
-# listings, live translator and per-head tables; what a reader downloads is bounded by the
-# first-view test below. Lighter code rendering would bring every page down (site weight).
+# Uncompressed HTML. Chapter 8, the heaviest, is 334 KB with its source listings, live
+# translator, per-head tables, its practice section and every sidebar title in two language
+# spans; what a reader downloads is bounded by the first-view test below. Lighter code
+# rendering would bring every page down (site weight).
 @pytest.mark.parametrize("page_path", CHAPTERS)
 def test_chapter_html_is_light(page_path):
     html = (HTML / page_path).read_text(encoding="utf-8")
     assert "base64," not in html, "slider frames must be image files, not inline base64"
-    assert (HTML / page_path).stat().st_size <= 330_000
+    assert (HTML / page_path).stat().st_size <= 345_000
 
 
 @pytest.mark.parametrize("page_path", CHAPTERS)
