@@ -211,3 +211,24 @@ def test_equations_are_not_tab_stops(browser):
     page.close()
     assert stops == 0
     assert readable > 50  # each equation still carries MathML for a screen reader
+
+
+def _luminance(rgb: str) -> float:
+    r, g, b = (int(x) / 255 for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3])
+    return sum(w * (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4)
+               for w, c in zip((0.2126, 0.7152, 0.0722), (r, g, b)))
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_chosen_language_button_is_readable_in_both_themes(browser, scheme):
+    context = browser.new_context(color_scheme=scheme)
+    page = context.new_page()
+    page.goto((HTML / CHAPTER).as_uri())
+    assert page.evaluate("document.documentElement.dataset.theme") == scheme
+    fg, bg = page.evaluate("""() => {
+        const chosen = document.querySelector('.lang-switch button[aria-pressed=true]');
+        const s = getComputedStyle(chosen);
+        return [s.color, s.backgroundColor]; }""")
+    context.close()
+    light, dark = sorted((_luminance(fg), _luminance(bg)), reverse=True)
+    assert (light + 0.05) / (dark + 0.05) >= 4.5, (scheme, fg, bg)  # WCAG AA, normal text
