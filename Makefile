@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check --no-input -q
 # The chapters, then their worked solutions (solutions/, one companion notebook per chapter).
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb)) $(sort $(wildcard solutions/*.ipynb))
 
-.PHONY: all env book site pdf check nbval test test-native test-portable test-browser execute lab bench clean
+.PHONY: all env book site pdf release check nbval test test-native test-portable test-browser execute lab bench clean
 
 all: book
 
@@ -50,6 +50,14 @@ NBVAL := $(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-wi
 TRAINING := chapters/08_transformer.ipynb chapters/04_seq2seq_attention.ipynb
 NBVAL_2 := $(NBVAL) -n 2 --dist loadscope --no-loadscope-reorder $(TRAINING) \
 	$(filter-out $(TRAINING),$(NOTEBOOKS))
+
+# A release: the offline site, both PDFs, the package's wheel and the changelog in one zip,
+# dist/attention-book-<version>.zip (the version is attention_core.__version__).
+release: pdf
+	rm -rf dist/wheel
+	$(PIP) wheel --no-deps --no-build-isolation -w dist/wheel .
+	rm -rf build  # setuptools' scratch folder
+	$(BIN)/python -m attention_core.book.release
 
 # The contributor's quick loop (under two minutes): the linter, then the unit tests of the
 # package (mechanisms, worlds, solutions' helpers) without the slow and browser ones.
@@ -110,4 +118,4 @@ bench: env
 	$(BIN)/python bench/bench_long.py
 
 clean:
-	rm -rf _build
+	rm -rf _build dist

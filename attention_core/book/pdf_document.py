@@ -25,6 +25,7 @@ TEXT = {
         "title": "Attention Mechanisms",
         "subtitle": "An interactive textbook, on paper",
         "authors": "The attention_core authors",
+        "version": "Version {version}",
         "edition": "Printed {date} from the outputs committed in the notebooks. The site and the "
                    "notebooks have the interactive figures; this PDF shows each one's default "
                    "frame.",
@@ -34,6 +35,7 @@ TEXT = {
         "title": "注意力机制",
         "subtitle": "交互式教材 · 纸质版",
         "authors": "attention_core 作者组",
+        "version": "版本 {version}",
         "edition": "{date} 依据笔记本中已提交的输出排印。交互式图形见网站与笔记本；"
                    "本 PDF 给出每幅交互图的默认画面。",
         "contents": "目录",
@@ -116,10 +118,12 @@ def _head(html_dir: Path, out_dir: Path, lang: str) -> list[str]:
 
 
 def _title_page(lang: str) -> str:
+    from .. import __version__
     t, date = TEXT[lang], datetime.date.today().isoformat()
     return (f'<section class="pdf-titlepage" id="pdf-title"><h1 class="pdf-book-title">'
             f'{t["title"]}</h1><p class="pdf-subtitle">{t["subtitle"]}</p>'
             f'<p class="pdf-authors">{t["authors"]}</p>'
+            f'<p class="pdf-version">{t["version"].format(version=__version__)}</p>'
             f'<p class="pdf-edition">{t["edition"].format(date=date)}</p></section>')
 
 

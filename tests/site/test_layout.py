@@ -232,3 +232,15 @@ def test_the_chosen_language_button_is_readable_in_both_themes(browser, scheme):
     context.close()
     light, dark = sorted((_luminance(fg), _luminance(bg)), reverse=True)
     assert (light + 0.05) / (dark + 0.05) >= 4.5, (scheme, fg, bg)  # WCAG AA, normal text
+
+
+def test_every_page_names_the_books_version():
+    from built_site import soup
+
+    import attention_core
+    version = attention_core.__version__
+    for page_path in SHOWN:
+        footer = soup(HTML / page_path).select_one(".book-version")
+        assert footer is not None, page_path
+        assert footer.select_one(".lang-en").get_text() == f"Version {version}"
+        assert footer.select_one(".lang-zh").get_text() == f"版本 {version}"
