@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from .inputs import DEVICE
+
 LANGUAGE_VARIABLE = "ATTENTION_CORE_LANG"
 _language = {"now": None}
 
@@ -106,7 +108,6 @@ class Task:
 
 def _to(value, device):
     """Tensors and modules inside value, on device (strides kept: a transposed input stays so)."""
-    from .inputs import DEVICE
     if value is DEVICE:
         return device
     if isinstance(value, torch.Tensor):
@@ -171,15 +172,13 @@ def _watched_call(fn, case: Case) -> tuple[Outcome, str | None]:
             outcome = Outcome(leaves=_leaves(fn(*args, **kwargs)))
     except Exception as error:  # the reader's error is a result to report, not a crash
         outcome = Outcome(error=error)
-    given = [*case.args, *case.kwargs.values()]
-    for position, (before, after) in enumerate(zip(given, [*args, *kwargs.values()])):
+    names = [*inspect.signature(fn).parameters][:len(args)]
+    names += [f"argument {i}" for i in range(len(names), len(args))] + [*kwargs]
+    given, used = [*case.args, *case.kwargs.values()], [*args, *kwargs.values()]
+    for name, before, after in zip(names, given, used):
         tensors = [(b, a) for b, a in zip(_leaves(before), _leaves(after))
                    if isinstance(b, torch.Tensor)]
         if any(b.shape != a.shape or not _close(b, a).all() for b, a in tensors):
-            names = [*inspect.signature(fn).parameters]
-            keys = [*case.kwargs]
-            name = names[position] if position < len(case.args) and position < len(names) \
-                else (keys[position - len(case.args)] if position >= len(case.args) else "?")
             return outcome, name
     return outcome, None
 

@@ -372,18 +372,21 @@ def _patch_cases(gen):
     ]
 
 
-def _patch_channels_last(images, patch_size):
+def _patches(images, patch_size, order, *, square=False):
+    """patchify with the grid axes (B, C, rows, P, cols, P) permuted to ``order``; square: the
+    grid taken as rows x rows."""
     B, C, H, W = images.shape
     P = patch_size
-    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 3, 5, 1)
-    return x.reshape(B, (H // P) * (W // P), C * P * P)
+    x = images.reshape(B, C, H // P, P, (H if square else W) // P, P).permute(*order)
+    return x.reshape(B, -1, C * P * P)
+
+
+def _patch_channels_last(images, patch_size):
+    return _patches(images, patch_size, (0, 2, 4, 3, 5, 1))
 
 
 def _patch_column_major(images, patch_size):
-    B, C, H, W = images.shape
-    P = patch_size
-    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 4, 2, 1, 3, 5)
-    return x.reshape(B, (H // P) * (W // P), C * P * P)
+    return _patches(images, patch_size, (0, 4, 2, 1, 3, 5))
 
 
 def _patch_no_permute(images, patch_size):
@@ -392,17 +395,11 @@ def _patch_no_permute(images, patch_size):
 
 
 def _patch_transposed(images, patch_size):
-    B, C, H, W = images.shape
-    P = patch_size
-    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 1, 5, 3)
-    return x.reshape(B, (H // P) * (W // P), C * P * P)
+    return _patches(images, patch_size, (0, 2, 4, 1, 5, 3))
 
 
 def _patch_square(images, patch_size):
-    B, C, H, W = images.shape
-    P = patch_size
-    x = images.reshape(B, C, H // P, P, H // P, P).permute(0, 2, 4, 1, 3, 5)
-    return x.reshape(B, (H // P) ** 2, C * P * P)
+    return _patches(images, patch_size, (0, 2, 4, 1, 3, 5), square=True)
 
 
 PATCHIFY = Task(

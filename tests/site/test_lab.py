@@ -117,10 +117,24 @@ def lab(tmp_path_factory):
     proc.wait(timeout=20)
 
 
+def run_all_cells(page):
+    page.click("#jp-menu-panel >> text=Run", timeout=10_000)
+    page.click("text=Run All Cells", timeout=10_000)
+
+
 @contextlib.contextmanager
 def run_all(lab, name):
     """A fresh Chromium page on chapters/``name`` in JupyterLab, every cell sent to run:
     yields (page, errors), the page's uncaught errors so far."""
+    with open_in_lab(lab, name) as (page, errors):
+        run_all_cells(page)
+        yield page, errors
+
+
+@contextlib.contextmanager
+def open_in_lab(lab, name):
+    """A fresh Chromium page on chapters/``name`` in JupyterLab, its kernel idle: yields
+    (page, errors), the page's uncaught errors so far."""
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
@@ -132,8 +146,6 @@ def run_all(lab, name):
         page.wait_for_selector(".jp-Notebook", timeout=60_000)
         # the status bar reads "Python 3 (ipykernel) | Idle" once the kernel is ready
         page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
-        page.click("#jp-menu-panel >> text=Run", timeout=10_000)
-        page.click("text=Run All Cells", timeout=10_000)
         yield page, errors
         browser.close()
 
@@ -175,14 +187,7 @@ def test_progress_bar_shows_while_a_cell_runs_and_is_gone_after(lab):
 
 
 def test_a_reader_replaces_the_exercise_body_and_the_check_names_the_mistake(lab):
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{lab}/lab/workspaces/practice/tree/chapters/{PRACTICE_NOTEBOOK}?reset")
-        page.wait_for_function("document.body.innerText.includes('| Idle')", timeout=60_000)
+    with open_in_lab(lab, PRACTICE_NOTEBOOK) as (page, errors):
         # the reader's cell: select its text in the editor and type another body over it
         editor = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".cm-content")
         editor.click()
@@ -193,8 +198,7 @@ def test_a_reader_replaces_the_exercise_body_and_the_check_names_the_mistake(lab
         page.keyboard.insert_text(wrong)
         page.keyboard.press("Escape")
         assert "dim=-2" in editor.inner_text()
-        page.click("#jp-menu-panel >> text=Run", timeout=10_000)
-        page.click("text=Run All Cells", timeout=10_000)
+        run_all_cells(page)
         verdict = page.locator(".jp-OutputArea-output", has_text="masked_softmax")
         verdict.first.wait_for(timeout=300_000)
         text = verdict.first.inner_text()
@@ -203,4 +207,3 @@ def test_a_reader_replaces_the_exercise_body_and_the_check_names_the_mistake(lab
         assert "Hint: your weights sum to one over the queries, not the keys" in text
         assert "提示：你的权重在查询上和为一" in text
         assert not errors, errors
-        browser.close()
