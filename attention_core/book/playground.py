@@ -112,7 +112,7 @@ def static_playground_html(keys, values, query, name: str, score: str = "dot",
     heads = "".join(f"<th {cell}>{spans(en, zh)}</th>" for en, zh in
                     [("key", "键"), ("value", "值"), ("score", "分数"), ("weight", "权重")])
     return f"""<div class="ac-playground" id="{uid}" style="display:flex;flex-wrap:wrap;gap:0.5em 1.5em;align-items:flex-start">
-<svg class="ac-playground-plane" style="flex:0 1 320px;width:100%;max-width:320px;touch-action:none" role="img" aria-label="keys and a query on a plane · 平面上的键和查询"></svg>
+<svg class="ac-playground-plane" style="flex:0 1 320px;width:100%;max-width:320px;touch-action:none" role="group" aria-label="keys and a query on a plane · 平面上的键和查询"></svg>
 <div style="flex:1 1 260px;min-width:0">
 <div class="ac-playground-controls">
 <label {row}>{spans("score", "评分函数")} <select data-control="score">{options}</select></label>

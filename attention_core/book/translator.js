@@ -273,7 +273,12 @@ function acTranslator(uid) {
         el.appendChild(opt);
       });
       el.dataset.control = key;
-      el.addEventListener("change", function () { view[key] = el.value === "all" ? "all" : +el.value - 1; show(last, lastMs); });
+      el.addEventListener("change", function () {
+        view[key] = el.value === "all" ? "all" : +el.value - 1;
+        show(last, lastMs);  // redraws the controls too: the new menu takes the keyboard's focus
+        var again = root.querySelector('select[data-control="' + key + '"]');
+        if (again) again.focus();
+      });
       wrap.appendChild(el);
       controls.appendChild(wrap);
     }
@@ -303,7 +308,7 @@ function acTranslator(uid) {
     var svg = document.createElementNS(SVG, "svg");
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     svg.setAttribute("role", "img");
-    svg.setAttribute("aria-label", "cross-attention head view · 交叉注意力头视图");
+    svg.setAttribute("aria-label", "cross-attention head view · 交叉注意力头视图");  // lang-switch.js picks
     svg.style.cssText = "width:100%;max-width:" + W * 1.4 + "px;display:block";
     function y(i, n) { return n > 1 ? 10 + (H - 30) * i / (n - 1) : H / 2; }
     function make(tag, attrs) {

@@ -53,7 +53,8 @@
     "Book in English (.pdf)": "全书英文版 (.pdf)",
     "Book in Chinese (.pdf)": "全书中文版 (.pdf)"
   };
-  var ATTRS = ["title", "aria-label", "placeholder", "data-bs-title", "data-bs-original-title"];
+  var ATTRS = ["title", "aria-label", "alt", "placeholder", "data-bs-title", "data-bs-original-title"];
+  var CJK = /[\u3400-\u4dbf\u4e00-\u9fff]/, SEP = " · ";
   var SKIP = "pre, code, script, style, mjx-container, .cell_output, .lang-en, .lang-zh";
 
   function stored() {
@@ -101,19 +102,40 @@
       var want = zh ? en.replace(key, ZH[key]) : en;
       if (n.nodeValue !== want) n.nodeValue = want;  // (an equal write would re-notify)
     });
-    var els = root.querySelectorAll("[title], [aria-label], [placeholder], [data-bs-title], [data-bs-original-title]");
-    Array.prototype.forEach.call(els, function (el) {
-      if (el.closest("pre, code, .lang-en, .lang-zh")) return;
-      var saved = originalAttr.get(el) || {};
-      ATTRS.forEach(function (a) {
-        var en = a in saved ? saved[a] : el.getAttribute(a);
-        if (en === null || !Object.prototype.hasOwnProperty.call(ZH, en.trim())) return;
-        saved[a] = en;
-        var want = zh ? ZH[en.trim()] : en;
-        if (el.getAttribute(a) !== want) el.setAttribute(a, want);
-      });
-      originalAttr.set(el, saved);
+    var els = root.querySelectorAll(ATTRS.map(function (a) { return "[" + a + "]"; }).join(", "));
+    Array.prototype.forEach.call(els, function (el) { localiseAttrs(el, lang); });
+  }
+  /* An attribute as this mode shows it: a theme string from ZH, or one half of the book's
+     bilingual label "English · 中文" (bilingual.py: Latin before the first separator, Chinese
+     after it; the Chinese keeps a leading number); null when the text is not ours to change. */
+  function shown(original, lang) {
+    var key = original.trim();
+    if (Object.prototype.hasOwnProperty.call(ZH, key)) {
+      return lang === "zh" ? original.replace(key, ZH[key]) : original;
+    }
+    var at = original.indexOf(SEP);
+    if (at < 0) return null;
+    var en = original.slice(0, at), zh = original.slice(at + SEP.length);
+    if (CJK.test(en) || !CJK.test(zh)) return null;
+    var number = (en.match(/^\s*\d+(\.\d+)*\.?\s+/) || [""])[0];
+    return lang === "en" ? en : lang === "zh" ? number + zh : original;
+  }
+  function localiseAttrs(el, lang) {
+    if (el.closest("pre, code, .lang-en, .lang-zh")) return;
+    var saved = originalAttr.get(el) || { original: {}, wrote: {} };
+    ATTRS.forEach(function (a) {
+      var now = el.getAttribute(a);
+      // a value written since we last localised (a slider's next frame) is the new original
+      if (a in saved.original && now !== saved.wrote[a]) delete saved.original[a];
+      if (now === null) return;
+      var original = a in saved.original ? saved.original[a] : now;
+      var want = shown(original, lang);
+      if (want === null) return;
+      saved.original[a] = original;
+      saved.wrote[a] = want;
+      if (now !== want) el.setAttribute(a, want);
     });
+    originalAttr.set(el, saved);
   }
   /* Sphinx's search page asks Documentation.gettext for its messages at search time. */
   function localiseMessages(lang) {
@@ -251,6 +273,24 @@
       new MutationObserver(function () {
         localise(results, document.documentElement.getAttribute("data-book-lang"));
       }).observe(results, { childList: true, subtree: true, characterData: true });
+    }
+    // figures label what they draw as they draw it (a slider frame's alt, a point's name):
+    // each label a figure writes is shown in the reader's language too
+    if (window.MutationObserver) {
+      new MutationObserver(function (records) {
+        var lang = document.documentElement.getAttribute("data-book-lang");
+        records.forEach(function (r) {
+          if (r.type === "attributes") localiseAttrs(r.target, lang);
+          else r.addedNodes.forEach(function (n) {
+            if (n.nodeType !== 1) return;
+            localiseAttrs(n, lang);
+            n.querySelectorAll("[alt], [aria-label], [title]").forEach(function (el) {
+              localiseAttrs(el, lang);
+            });
+          });
+        });
+      }).observe(document.body, { subtree: true, childList: true, attributes: true,
+                                  attributeFilter: ["alt", "aria-label", "title"] });
     }
   });
   // the theme's deferred scripts add tooltips and buttons after DOMContentLoaded

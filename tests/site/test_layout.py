@@ -201,15 +201,24 @@ def test_every_page_has_the_books_own_favicon():
         assert (HTML / page_path).parent.joinpath(href).resolve().is_file(), (page_path, href)
 
 
-def test_equations_are_not_tab_stops(browser):
-    page = browser.new_page()
+@pytest.mark.parametrize("width", [1280, 390])
+def test_only_equations_that_scroll_are_tab_stops(browser, width):
+    """No equation is a Tab stop (MathJax's menu is off), except one wider than its column,
+    which scrolls inside its box: the keyboard must reach it to scroll it (wide-math.js)."""
+    page = browser.new_page(viewport={"width": width, "height": 800})
     page.goto((HTML / "chapters/03_attention_scoring.html").as_uri())
     page.wait_for_function("document.querySelectorAll('mjx-container').length > 50")
-    stops = page.evaluate("""() => [...document.querySelectorAll('mjx-container')]
-        .filter(m => m.tabIndex >= 0 || m.hasAttribute('tabindex')).length""")
+    page.evaluate("MathJax.startup.promise")
+    page.wait_for_timeout(300)  # wide-math.js marks them after MathJax's promise
+    stops, wide = page.evaluate("""() => {
+        const all = [...document.querySelectorAll('mjx-container')];
+        return [all.filter(m => m.tabIndex >= 0 || m.hasAttribute('tabindex')),
+                all.filter(m => m.getAttribute('display') === 'true' &&
+                                m.scrollWidth > m.clientWidth + 1)].map(l => l.length); }""")
     readable = page.evaluate("document.querySelectorAll('mjx-assistive-mml').length")
     page.close()
-    assert stops == 0
+    assert stops == wide
+    assert (wide >= 1) == (width == 390)  # ch3 has equations wider than a phone, none at 1280
     assert readable > 50  # each equation still carries MathML for a screen reader
 
 
