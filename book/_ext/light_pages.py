@@ -18,7 +18,9 @@ them makes the build warn and keeps them).
 The theme also loads Font Awesome twice: as a web font through its CSS (156 KB, which draws
 every ``<i class="fa-...">`` icon) and as ``fontawesome.js`` (1.49 MB), a script that
 replaces the same icons with inline SVG. After the build we drop the script from every page;
-the icons stay, drawn by the font.
+the icons stay, drawn by the font. And it loads the search index (``searchindex.js``, about
+400 KB) on every page, for a search-as-you-type this book leaves off: the search box sends
+the reader to the search page, which loads the index itself. We drop it from the other pages.
 """
 from __future__ import annotations
 
@@ -85,12 +87,17 @@ FONTAWESOME_JS = re.compile(
     r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\s*')
 
 
-def drop_fontawesome_js(app, exception):
+SEARCH_INDEX = re.compile(r'<script src="(?:\.\./)*searchindex\.js"></script>\s*')
+
+
+def drop_unused_scripts(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     for page in Path(app.outdir).rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         lighter = FONTAWESOME_JS.sub("", text)
+        if page.relative_to(app.outdir) != Path("search.html"):
+            lighter = SEARCH_INDEX.sub("", lighter)
         if lighter != text:
             page.write_text(lighter, encoding="utf-8")
 
@@ -135,7 +142,7 @@ def drop_plain_code_spans(app, exception):
 def setup(app):
     app.connect("html-page-context", externalise_frames)
     app.connect("html-page-context", lazy_images)
-    app.connect("build-finished", drop_fontawesome_js)
+    app.connect("build-finished", drop_unused_scripts)
     # after the theme's own build-finished handler, which writes the final pygments.css
     app.connect("build-finished", drop_plain_code_spans, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

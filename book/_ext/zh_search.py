@@ -17,6 +17,8 @@ Latin words, stemmed. This extension refines that language in three ways:
    ``splitQuery`` below cuts each run of Chinese characters into the longest words that the
    index holds (forward maximum matching against the index that jieba built), and leaves
    Latin words to Sphinx's usual rule.
+4. Ranking and snippets: search_results.js, beside this file (a page whose title holds the
+   query ranks first; snippets are the article's prose, formulas as plain text).
 """
 from __future__ import annotations
 
@@ -101,7 +103,14 @@ def add_book_words(app):
     BOOK_WORDS.update(words)
 
 
+def use_book_scorer(app, config):
+    """Ranking and snippets (search_results.js), as Sphinx's html_search_scorer: a path Sphinx
+    opens from the working directory, so an absolute one."""
+    config.html_search_scorer = str(Path(__file__).with_name("search_results.js"))
+
+
 def setup(app):
     app.add_search_language(BookSearch)
+    app.connect("config-inited", use_book_scorer)
     app.connect("builder-inited", add_book_words)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -172,22 +172,6 @@
     apply(lang);
   }
 
-  /* Search result snippets: no raw TeX, and only the language being read. */
-  function cleanSearchSnippets() {
-    if (typeof Search === "undefined" || !Search.htmlToText || Search.htmlToText.bookClean) return;
-    var original = Search.htmlToText;
-    var cleaned = function (htmlString, anchor) {
-      var doc = new DOMParser().parseFromString(htmlString, "text/html");
-      var lang = document.documentElement.getAttribute("data-book-lang");
-      var drop = ".math, mjx-container, .ac-slider-figure, script, style" +
-        (lang === "en" ? ", .lang-zh" : lang === "zh" ? ", .lang-en" : "");
-      doc.querySelectorAll(drop).forEach(function (el) { el.remove(); });
-      return original(doc.documentElement.outerHTML, anchor);
-    };
-    cleaned.bookClean = true;
-    Search.htmlToText = cleaned;
-  }
-
   /* Tables with one column per language (the notation table's meaning · 含义) show the
      column of the chosen language; the language-neutral columns stay. */
   function markLanguageColumns() {
@@ -265,7 +249,6 @@
     });
     host.insertBefore(pdfs, group.nextSibling);
     markLanguageColumns();
-    cleanSearchSnippets();
     apply(document.documentElement.getAttribute("data-book-lang"));
     // the search page writes its results after loading: localise what it writes
     var results = document.getElementById("search-results");

@@ -1,5 +1,6 @@
 """The site's search, served over HTTP as a host serves it: every page that holds a term, in
-English and in Chinese typed without spaces, with snippets free of raw TeX."""
+English and in Chinese typed without spaces, a page titled by the query first, with snippets
+of prose in the reader's language and formulas written as text, not raw TeX."""
 import re
 
 import pytest
@@ -41,7 +42,7 @@ def _search(browser, base, query, locale="en-US", lang=None):
     hits = page.eval_on_selector_all(
         "#search-results ul.search li > a",
         "els => els.map(e => new URL(e.href).pathname.split('/').slice(-2).join('/'))")
-    return context, page, {h for h in hits}, errors
+    return context, page, hits, errors  # in the order shown
 
 
 SEARCH_TERMS = ["位置编码", "编码", "束搜索", "掩蔽", "softmax", "beam search", "注意力"]
@@ -52,7 +53,7 @@ def test_search_finds_every_page_whose_text_has_the_term(browser, served, term):
     expected = {p for p in PROSE_PAGES if term.lower() in _article_text(p)}
     assert expected, f"no page contains {term!r}: the test would prove nothing"
     context, page, hits, errors = _search(browser, served, term)
-    missing = sorted(expected - hits)
+    missing = sorted(expected - set(hits))
     assert not missing, f"search for {term!r} misses {missing} (found {sorted(hits)})"
     assert not errors
     context.close()
@@ -81,4 +82,36 @@ def test_search_page_text_follows_the_language(browser, served):
     assert page.inner_text("#search-results h2") == "搜索结果"
     assert "找到" in page.inner_text("#search-results p.search-summary")
     assert page.get_attribute("form.bd-search input", "placeholder") == "在本书中搜索…"
+    context.close()
+
+
+@pytest.mark.parametrize("query, first", [
+    ("positional encoding", "chapters/06_positional_encoding.html"),
+    ("multi-head attention", "chapters/07_multihead_attention.html"),
+    ("位置编码", "chapters/06_positional_encoding.html"),
+    ("transformer", "chapters/08_transformer.html")])
+def test_the_page_titled_by_the_query_ranks_first(browser, served, query, first):
+    context, page, hits, _ = _search(browser, served, query)
+    assert hits[0] == first, f"{query!r}: {hits[:5]}"
+    titles = page.eval_on_selector_all("#search-results ul.search li > a",
+                                       "els => els.map(e => e.textContent)")
+    assert " > " not in titles[0]  # the page once, not again as its own first section
+    context.close()
+
+
+def test_snippets_are_prose_with_formulas_as_text(browser, served):
+    context, page, hits, _ = _search(browser, served, "scaled dot product", lang="en")
+    page.wait_for_function("document.querySelectorAll('#search-results p.context').length >= 3",
+                           timeout=10_000)
+    shown = page.eval_on_selector_all(
+        "#search-results ul.search li:has(p.context)",
+        "els => els.map(e => [e.querySelector('a').href, e.querySelector('p.context').innerText])")
+    snippets = [text for _, text in shown]
+    joined = " ".join(snippets)
+    # English mode: a chapter's snippet is its English prose (a sentence may quote a word of
+    # Chinese; the glossary's table holds both languages and is not a chapter)
+    chapters = " ".join(text for href, text in shown if "/chapters/" in href)
+    assert chapters and not re.search(r"[\u4e00-\u9fff]{6,}", chapters), snippets
+    assert "Contents" not in joined and "import " not in joined and "def " not in joined
+    assert re.search("[√ᵀ]", joined), snippets[:3]  # qᵀk/√d, written out
     context.close()
