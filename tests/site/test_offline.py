@@ -12,6 +12,7 @@ from fontTools.ttLib import TTFont
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from light_pages import _unstyled_tokens  # noqa: E402
+from offline_site import switch_glyphs  # noqa: E402
 
 pytestmark = [
     pytest.mark.site,
@@ -45,7 +46,7 @@ def test_math_renders_offline(browser):
 
 def test_shipped_cjk_font_covers_every_chinese_character():
     """A reader without any CJK system font still sees every Chinese character."""
-    font = HTML / "_static" / "fonts" / "book-cjk.woff"
+    font = HTML / "_static" / "fonts" / "book-cjk.woff2"
     cmap = TTFont(font).getBestCmap()
     chars = set()
     for page in [*PAGES, "_static/lang-switch.js"]:  # and the localised interface strings
@@ -55,6 +56,53 @@ def test_shipped_cjk_font_covers_every_chinese_character():
     missing = sorted(c for c in chars if ord(c) not in cmap)
     assert not missing, f"characters without a glyph: {''.join(missing)}"
     assert font.stat().st_size < 1_000_000  # a subset, not the 16 MB font
+
+
+def test_the_switch_face_holds_exactly_the_switchs_glyphs():
+    """book.css's last face covers the Chinese the language switch shows in every mode, and its
+    font file has those glyphs: an English page needs nothing else."""
+    css = (HTML / "_static" / "book.css").read_text(encoding="utf-8")
+    last = re.findall(r"@font-face\s*\{([^}]*)\}", css)[-1]
+    assert "fonts/book-cjk-switch.woff2" in last
+    points = {int(x, 16) for x in re.findall(r"U\+([0-9A-F]+)", last)}
+    glyphs = switch_glyphs((HTML / "_static" / "lang-switch.js").read_text(encoding="utf-8"))
+    assert glyphs and points == {ord(c) for c in glyphs}
+    cmap = TTFont(HTML / "_static" / "fonts" / "book-cjk-switch.woff2").getBestCmap()
+    assert points <= set(cmap)
+
+
+@pytest.mark.parametrize("lang, page_path", [("en", "book/references.html"), ("en", CHAPTER),
+                                             ("zh", "book/references.html")])
+def test_a_reader_without_a_chinese_font_fetches_it_only_to_read_chinese(browser, served, lang,
+                                                                         page_path):
+    """As on a machine without any CJK font (book.css's local() fonts taken out): a page that
+    shows no Chinese but the switch's fetches the switch's two glyphs only; one that shows more
+    (Chinese mode; or, in English mode, the bilingual labels in a chapter's code) fetches the
+    book's font."""
+    css = (HTML / "_static" / "book.css").read_text(encoding="utf-8")
+    without_local = re.sub(r'local\("[^"]*"\),\s*', "", css)
+    assert without_local != css
+    context = browser.new_context()
+    page = context.new_page()
+    page.route("**/_static/book.css*",
+               lambda route: route.fulfill(body=without_local, content_type="text/css"))
+    fonts = []
+    page.on("request", lambda r: "/fonts/" in r.url and fonts.append(r.url.split("/")[-1]))
+    page.goto(served + "book/intro.html")
+    page.evaluate(f"localStorage.setItem('attention-book-lang', '{lang}')")
+    fonts.clear()
+    page.goto(served + page_path)
+    page.wait_for_load_state("networkidle")
+    page.evaluate("document.fonts.ready")
+    shown = set(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]",
+                           page.evaluate("document.body.innerText")))
+    context.close()
+    fetched = {f.split("?")[0] for f in fonts}
+    switch = switch_glyphs((HTML / "_static" / "lang-switch.js").read_text(encoding="utf-8"))
+    assert shown >= switch
+    assert ("book-cjk.woff2" in fetched) == (not shown <= switch), (fonts, shown - switch)
+    if lang == "en" and page_path != CHAPTER:
+        assert fetched == {"book-cjk-switch.woff2"}, fonts
 
 
 # Uncompressed HTML. Chapter 8, the heaviest, is 334 KB with its source listings, live
@@ -91,6 +139,7 @@ def test_first_view_of_a_chapter_is_light(browser, served, page_path):
     # default 30 s to fall quiet (recording every body as it comes)
     page.wait_for_load_state("networkidle", timeout=180_000)
     assert not [u for u in sent if "fontawesome.js" in u]  # the theme's icon font suffices
+    assert not [u for u in sent if "searchindex.js" in u]  # the search page loads it
     frames = [u for u in sent if "/_images/acframe-" in u]
     assert len(frames) <= page.locator(".ac-slider-figure").count()  # the others on demand
     total = sum(sent.values())
