@@ -28,7 +28,8 @@ from attention_core.book.bilingual import SEP, is_label, leading_number, pick, s
 PLAIN_LABELS = re.compile(r'(<span class="caption-text">|<p class="title logo__title">|'
                           r'<div id="jb-print-docs-body" class="onlyprint">\s*<h1>|'
                           r'<ul class="nav bd-sidenav bd-sidenav__home-link">\s*'
-                          r'<li class="toctree-l1">\s*<a class="reference internal" href="[^"]*">'
+                          r'<li class="toctree-l1[^"]*">\s*'
+                          r'<a class="reference internal" href="[^"]*">'
                           r'\s*)([^<]*?)(\s*</span>|\s*</p>|\s*</h1>|\s*</a>)')
 
 

@@ -202,6 +202,10 @@ def test_one_language_shows_headings_sidebar_contents_and_title_in_that_language
         visible = v.page.evaluate("(s) => s.map(q => [...document.querySelectorAll(q)]"
                                   ".map(e => e.innerText).join(' ')).join(' ')", TITLED[:7])
         assert not re.search(f"[{CJK}]", visible), "Chinese in English mode"
+        v.goto("book/intro.html")  # the sidebar's link to the book's home, there the current one
+        home = v.page.inner_text(".bd-sidenav__home-link")
+        assert "Attention" in home and not re.search(f"[{CJK}]", home), home
+        v.goto("chapters/03_attention_scoring.html")
     else:
         assert title == "3. 注意力评分函数 — 注意力机制"
     v.page.click(".lang-switch button[value=both]")  # both: both halves, the title as written
