@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import pdf_fonts
 from .bilingual import LANGS
 from .pdf_document import build_document
 
@@ -99,6 +100,7 @@ def build(html_dir: Path, out_dir: Path, toc_path: Path, langs=LANGS) -> dict[st
     if not (html_dir / "_static" / "pdf.css").exists():
         raise SystemExit(f"{html_dir} holds no built site with pdf.css: run `make book` first")
     out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out_dir / "fonts", ignore_errors=True)  # an earlier build's characters
     documents = {lang: out_dir / f"attention-{lang}.html" for lang in langs}
     pdfs = {lang: out_dir / f"attention-{lang}.pdf" for lang in langs}
     numbers: dict[str, dict[str, int]] = {lang: {} for lang in langs}
@@ -107,6 +109,9 @@ def build(html_dir: Path, out_dir: Path, toc_path: Path, langs=LANGS) -> dict[st
         for lang in langs:
             text, tocs[lang] = build_document(html_dir, out_dir, lang, numbers[lang], toc_path)
             documents[lang].write_text(text, encoding="utf-8")
+        if not (out_dir / "fonts").exists():  # the characters do not change with the numbers
+            pdf_fonts.prepare(html_dir, out_dir, [d.read_text(encoding="utf-8")
+                                                  for d in documents.values()])
         print_pdfs(documents, pdfs)
         found = {lang: named_destinations(pdfs[lang]) for lang in langs}
         wanted = {lang: {target: found[lang].get(target) for _, target, _ in tocs[lang]

@@ -17,7 +17,6 @@ from bs4 import BeautifulSoup, Tag
 
 from .bilingual import HTML_LANG, pick
 from .pdf_page import page_article, slug
-from .plot import cjk_font_path
 
 # Every sentence the document adds around the pages, in both languages.
 TEXT = {
@@ -98,21 +97,22 @@ def build_document(html_dir: Path, out_dir: Path, lang: str, page_numbers: dict[
 
 
 def _head(html_dir: Path, out_dir: Path, lang: str) -> list[str]:
-    """The fonts (Chinese from the file mplfonts installs), the site's stylesheets and
-    MathJax."""
+    """The fonts (out_dir/fonts, written by pdf_fonts.prepare: TrueType outlines, so that
+    Chromium embeds them as fonts), the site's stylesheets and MathJax."""
     static = os.path.relpath(html_dir / "_static", out_dir)
-    cjk = Path(cjk_font_path())
-    cjk_mono = cjk.with_name("NotoSansMonoCJKsc-Regular.otf")
     return [
         '<meta charset="utf-8">',
         f'<title>{html.escape(TEXT[lang]["title"])}</title>',
-        f'<style>@font-face {{ font-family: "Book CJK"; src: url("{cjk.as_uri()}"); '
-        f'{CJK_RANGE} }}\n@font-face {{ font-family: "Book CJK Mono"; src: url("'
-        f'{(cjk_mono if cjk_mono.exists() else cjk).as_uri()}"); {CJK_RANGE} }}</style>',
+        # one weight only: declared for all, so that bold Chinese is not thickened by Chromium,
+        # which would print it as Type 3 drawings (pdf.css marks Chinese emphasis with dots)
+        f'<style>@font-face {{ font-family: "Book CJK"; src: url("fonts/book-cjk.ttf"); '
+        f'font-weight: 100 900; {CJK_RANGE} }}\n@font-face {{ font-family: "Book CJK Mono"; '
+        f'src: url("fonts/book-cjk-mono.ttf"); font-weight: 100 900; {CJK_RANGE} }}</style>',
         f'<link rel="stylesheet" href="{static}/pygments.css">',
         f'<link rel="stylesheet" href="{static}/pdf.css">',
         '<script>window.MathJax = {"options": {"processHtmlClass": '
-        '"tex2jax_process|mathjax_process|math|output_area"}};</script>',
+        '"tex2jax_process|mathjax_process|math|output_area"}, '
+        '"chtml": {"fontURL": "fonts/mathjax"}};</script>',
         f'<script defer src="{static}/mathjax/tex-chtml.js"></script>',
     ]
 

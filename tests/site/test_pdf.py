@@ -234,13 +234,19 @@ def test_every_chinese_term_of_the_glossary_is_printed(lang):
 
 @needs_pdfs
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_font_is_embedded(lang):
+def test_every_font_is_embedded_as_a_font(lang):
+    """Embedded, and as fonts: no Type 3 (Chromium prints CFF outlines, such as Noto CJK's and
+    MathJax's, and thickened fake bold as Type 3 drawings; pdf_fonts.py converts the fonts)."""
     rows = run("pdffonts", str(PDF[lang])).splitlines()[2:]
-    assert rows
+    assert len(rows) >= 5
     for row in rows:
         # columns: name type encoding emb sub uni object ID; the name may be "[none]"
         fields = row.split()
         assert fields[-5] == "yes", row
+        assert "Type 3" not in row, row
+    names = " ".join(row.split()[0] for row in rows)
+    assert "MathJax_Main" in names  # the math, as a font
+    assert lang == "en" or "NotoSansCJK" in names  # the Chinese, as a font
 
 
 # pdftotext -bbox writes one <word> per line, its attributes always in this order
