@@ -379,3 +379,14 @@ def test_site_header_links_to_both_pdfs(browser, mode):
                 assert path.exists() and path.read_bytes()[:5] == b"%PDF-"
                 assert bool(CJK.search(link["title"])) == (mode == "zh"), link
         context.close()
+
+
+@needs_pdfs
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_reference_venues_are_set_in_italics(lang):
+    """A venue is English in both PDFs and set in italics in both (the Chinese PDF marks its
+    own emphasis with dots, which an English title must not get)."""
+    pages = [n for n, page in enumerate(pages_text(lang), 1) if "Proceedings of the" in page]
+    assert pages
+    fonts = run("pdffonts", "-f", str(pages[-1]), "-l", str(pages[-1]), str(PDF[lang]))
+    assert "Italic" in fonts, fonts
