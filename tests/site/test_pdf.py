@@ -322,6 +322,22 @@ def test_no_text_runs_past_the_text_block(lang):
 
 @needs_pdfs
 @pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_page_holds_fewer_than_three_lines(lang):
+    """No page ends a chapter, or anything else, with a line or two left over."""
+    top, bottom = 22 / 25.4 * 72, 841.92 - 20 / 25.4 * 72  # pdf.css: the page's text block
+    short = []
+    for number, page in enumerate(words(lang), 1):
+        baselines = sorted({round(ymax) for _, ymin, _, ymax, _ in page
+                            if top < ymin and ymax < bottom})
+        lines = [y for i, y in enumerate(baselines) if i == 0 or y - baselines[i - 1] > 4]
+        if len(lines) < 3:
+            short.append((number, len(lines)))
+    assert len(words(lang)) > 200
+    assert not short, short
+
+
+@needs_pdfs
+@pytest.mark.parametrize("lang", ["en", "zh"])
 def test_citations_and_chapter_links_resolve_inside_the_pdf(lang):
     xml = BeautifulSoup(run("pdftohtml", "-xml", "-i", "-stdout", "-q", str(PDF[lang])), "xml")
     pages = xml.find_all("page")
