@@ -495,7 +495,7 @@ DOT_PRODUCT_ATTENTION = Task(
     "(B,) or (B, n_q); a query with no valid key gets a zero output. Use masked_softmax.",
     "DotProductAttention.forward：在有效键上计算 softmax(Q K^T / sqrt(d)) V，queries "
     "(B, [h,] n_q, d)、keys (B, [h,] n_k, d)、values (B, [h,] n_k, d_v)，valid_lens 为 None、"
-    "(B,) 或 (B, n_q)；没有有效键的查询输出为零。可以用 masked_softmax。",
+    "(B,) 或 (B, n_q)；没有有效键的查询输出为零。请使用 masked_softmax。",
     _dot_cases,
     (Mistake("no scaling", _dot_no_scale,
              "the scores are not scaled: divide q · k by sqrt(d), d the size of queries and keys, "
