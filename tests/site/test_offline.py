@@ -58,6 +58,31 @@ def test_shipped_cjk_font_covers_every_chinese_character():
     assert font.stat().st_size < 1_000_000  # a subset, not the 16 MB font
 
 
+def test_every_chinese_text_is_set_in_a_font_list_that_holds_the_books_chinese_face(browser):
+    """In 中文 mode, every element that shows Chinese names "Book CJK" in its font list (a
+    slider's value named only monospace fonts: boxes where no system font had the glyphs)."""
+    v = Visit(browser, "book/intro.html")
+    v.page.evaluate("localStorage.setItem('attention-book-lang', 'zh')")
+    bare = {}
+    for page_path in [p for p in PAGES if p.startswith(("chapters/", "solutions/", "book/"))]:
+        v.goto(page_path)
+        found = v.page.evaluate(r"""() => {
+            const out = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+            for (let n; (n = walker.nextNode());) {
+              const e = n.parentElement;
+              if (!/[\u3400-\u9fff]/.test(n.nodeValue) || !e) continue;
+              if (!e.getClientRects().length) continue;
+              if (e.closest('mjx-assistive-mml')) continue;  // MathML for screen readers
+              if (!getComputedStyle(e).fontFamily.includes('Book CJK'))
+                out.push(e.tagName + ': ' + n.nodeValue.trim().slice(0, 20));
+            }
+            return out; }""")
+        if found:
+            bare[page_path] = found[:3]
+    v.context.close()
+    assert not bare, bare
+
+
 def test_the_switch_face_holds_exactly_the_switchs_glyphs():
     """book.css's last face covers the Chinese the language switch shows in every mode, and its
     font file has those glyphs: an English page needs nothing else."""
