@@ -104,10 +104,12 @@ def _head(html_dir: Path, out_dir: Path, lang: str) -> list[str]:
         '<meta charset="utf-8">',
         f'<title>{html.escape(TEXT[lang]["title"])}</title>',
         # one weight only: declared for all, so that bold Chinese is not thickened by Chromium,
-        # which would print it as Type 3 drawings (pdf.css marks Chinese emphasis with dots)
-        f'<style>@font-face {{ font-family: "Book CJK"; src: url("fonts/book-cjk.ttf"); '
-        f'font-weight: 100 900; {CJK_RANGE} }}\n@font-face {{ font-family: "Book CJK Mono"; '
-        f'src: url("fonts/book-cjk-mono.ttf"); font-weight: 100 900; {CJK_RANGE} }}</style>',
+        # which would print it as Type 3 drawings (pdf.css sets Chinese emphasis in the sans face)
+        "<style>" + "\n".join(
+            f'@font-face {{ font-family: "{family}"; src: url("fonts/{file}"); '
+            f'font-weight: 100 900; {CJK_RANGE} }}' for family, file in
+            [("Book CJK", "book-cjk.ttf"), ("Book CJK Serif", "book-cjk-serif.ttf"),
+             ("Book CJK Mono", "book-cjk-mono.ttf")]) + "</style>",
         f'<link rel="stylesheet" href="{static}/pygments.css">',
         f'<link rel="stylesheet" href="{static}/pdf.css">',
         '<script>window.MathJax = {"options": {"processHtmlClass": '

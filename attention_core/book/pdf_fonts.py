@@ -69,16 +69,18 @@ def truetype_subset(source: Path, chars: set[str], target: Path) -> None:
 
 
 def prepare(html_dir: Path, out_dir: Path, documents: list[str]) -> None:
-    """out_dir/fonts: the Chinese faces for the characters of ``documents`` (their HTML), and
-    every MathJax font of the built site, all with TrueType outlines."""
-    chars = {"\u2022", "\ufe45"}  # the emphasis dot (pdf.css), in case it is drawn from here
+    """out_dir/fonts: the Chinese faces (sans, serif, mono) for the characters of ``documents``
+    (their HTML), and every MathJax font of the built site, all with TrueType outlines."""
+    chars = set()
     for text in documents:
         chars.update(CJK_CHARS.findall(text))
     fonts = out_dir / "fonts"
     regular = Path(cjk_font_path())
-    mono = regular.with_name("NotoSansMonoCJKsc-Regular.otf")
-    truetype_subset(regular, chars, fonts / "book-cjk.ttf")
-    truetype_subset(mono if mono.exists() else regular, chars, fonts / "book-cjk-mono.ttf")
+    for name, file in [("book-cjk.ttf", regular.name),
+                       ("book-cjk-serif.ttf", "NotoSerifCJKsc-Regular.otf"),
+                       ("book-cjk-mono.ttf", "NotoSansMonoCJKsc-Regular.otf")]:
+        source = regular.with_name(file)  # mplfonts ships the three side by side
+        truetype_subset(source if source.exists() else regular, chars, fonts / name)
     mathjax = html_dir / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2"
     for woff in sorted(mathjax.glob("*.woff")):
         font = TTFont(str(woff))
