@@ -9,6 +9,8 @@ around Latin words, numbers and math stay ("用 softmax 归一化", "第 $i$ 个
 quotes are Chinese punctuation on their inner side: "译为 “2021”" and "“four” 在英文里" lose their
 space, while English prose keeps "the word “key” is". The rule works across inline markup:
 "斯坦福、\n**微软**" and "这就是 *键值缓存*" lose their space too.
+
+A closing mark (，。）…) never begins a line: after inline math or code it is glued to them.
 """
 from __future__ import annotations
 
@@ -78,6 +80,38 @@ def remove_stray_cjk_spaces(app, doctree, docname):
                 parent[position] = nodes.Text(new)
 
 
+# marks that must not begin a line (GB/T 15834): the browser breaks between an inline box
+# (a formula, inline code) and the text after it, so "$x$，" could leave "，" to start a line
+CLOSING_MARKS = "，。；：、！？）》」』】”’"
+
+
+def _child_index(parent, node) -> int:
+    return next(k for k, child in enumerate(parent.children) if child is node)  # by identity
+
+
+def glue_closing_marks(app, doctree, docname):
+    """Inline math or code and the Chinese closing mark right after it go into one span that
+    does not wrap (``cjk-glue``, book.css and pdf.css), so the mark ends the line with it."""
+    for node in list(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.literal)))):
+        parent = node.parent
+        if parent is None or isinstance(parent, nodes.FixedTextElement):
+            continue
+        position = _child_index(parent, node)
+        after = parent[position + 1] if position + 1 < len(parent) else None
+        if not isinstance(after, nodes.Text) or str(after)[:1] not in CLOSING_MARKS:
+            continue
+        text = str(after)
+        glue = nodes.inline(classes=["cjk-glue"])
+        parent[position] = glue
+        glue += node
+        glue += nodes.Text(text[0])
+        if len(text) > 1:
+            parent[position + 1] = nodes.Text(text[1:])
+        else:
+            del parent[position + 1]
+
+
 def setup(app):
     app.connect("doctree-resolved", remove_stray_cjk_spaces)
+    app.connect("doctree-resolved", glue_closing_marks, priority=600)  # after the spaces go
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -26,3 +26,20 @@ def test_curly_quotes_count_as_chinese_punctuation_on_their_inner_side():
     assert tighten("the word “key” is short") == "the word “key” is short"
     assert tighten("“a” “b”") == "“a” “b”"
     assert tighten("用 “softmax” 归一化") == "用“softmax”归一化"
+
+
+def test_a_closing_mark_after_math_or_code_is_glued_to_it():
+    from cjk_spacing import glue_closing_marks
+    from docutils import nodes
+
+    paragraph = nodes.paragraph("", "", nodes.Text("设 "), nodes.math("", "x"), nodes.Text("，则"),
+                                nodes.literal("", "f(x)"), nodes.Text("。"),
+                                nodes.math("", "y"), nodes.Text(" 与 z"))
+    document = nodes.document(None, None)
+    document += paragraph
+    glue_closing_marks(None, document, "page")
+    glued = [g for g in paragraph.children if isinstance(g, nodes.inline)]
+    assert [g.astext() for g in glued] == ["x，", "f(x)。"]
+    assert all(g["classes"] == ["cjk-glue"] for g in glued)
+    assert paragraph.astext() == "设 x，则f(x)。y 与 z"  # the text itself unchanged
+    assert isinstance(paragraph.children[-2], nodes.math)  # no mark after y: left alone

@@ -412,3 +412,20 @@ def test_reference_venues_are_set_in_italics(lang):
     assert pages
     fonts = run("pdffonts", "-f", str(pages[-1]), "-l", str(pages[-1]), str(PDF[lang]))
     assert "Italic" in fonts, fonts
+
+
+@needs_pdfs
+def test_no_line_of_the_chinese_pdf_begins_with_a_closing_mark():
+    """"，" or "。" never starts a line (cjk_spacing.py glues them to the formula or code they
+    follow; the browser breaks elsewhere on its own)."""
+    starts = []
+    for number, page in enumerate(words("zh"), 1):
+        lines = {}
+        for xmin, ymin, _, ymax, word in page:
+            key = round(ymax)
+            if key not in lines or xmin < lines[key][0]:
+                lines[key] = (xmin, word)
+        starts += [(number, word) for xmin, word in lines.values()
+                   if xmin < MARGIN + 2 and word[:1] in CLOSING_MARKS]
+    assert sum(map(len, words("zh"))) > 10_000
+    assert not starts, starts[:10]
