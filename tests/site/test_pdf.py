@@ -409,9 +409,13 @@ def test_reference_venues_are_set_in_italics(lang):
     """A venue is English in both PDFs and set in italics in both (the Chinese PDF marks its
     own emphasis with dots, which an English title must not get)."""
     pages = [n for n, page in enumerate(pages_text(lang), 1) if "Proceedings of the" in page]
-    assert pages
-    fonts = run("pdffonts", "-f", str(pages[-1]), "-l", str(pages[-1]), str(PDF[lang]))
-    assert "Italic" in fonts, fonts
+    # and a citation's "et al." in the text, on the first chapter page that has one
+    cited = [n for n, page in enumerate(pages_text(lang), 1)
+             if "et al." in page and "Proceedings of the" not in page and n > 10]
+    assert pages and cited
+    for number in (pages[-1], cited[0]):
+        fonts = run("pdffonts", "-f", str(number), "-l", str(number), str(PDF[lang]))
+        assert re.search(r"Liberation\w*-Italic", fonts), (number, fonts)  # not math italic
 
 
 @needs_pdfs
