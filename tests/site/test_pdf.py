@@ -425,7 +425,7 @@ def test_no_line_of_the_chinese_pdf_begins_with_a_closing_mark():
     starts = []
     for number, page in enumerate(words("zh"), 1):
         lines = {}
-        for xmin, ymin, _, ymax, word in page:
+        for xmin, _, _, ymax, word in page:
             key = round(ymax)
             if key not in lines or xmin < lines[key][0]:
                 lines[key] = (xmin, word)
