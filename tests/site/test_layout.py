@@ -253,3 +253,27 @@ def test_every_page_names_the_books_version():
         assert footer is not None, page_path
         assert footer.select_one(".lang-en").get_text() == f"Version {version}"
         assert footer.select_one(".lang-zh").get_text() == f"版本 {version}"
+
+
+@pytest.mark.parametrize("width", [1366, 1024])
+def test_a_chapters_number_shares_its_line_with_the_title_in_the_sidebar(browser, width):
+    """In 中文 mode the sidebar's "4." stays beside 使用注意力机制的序列到序列学习, which is longer
+    than the sidebar is wide, instead of standing alone above it."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto((HTML / "book/intro.html").as_uri())
+    page.evaluate("localStorage.setItem('attention-book-lang', 'zh')")
+    page.goto((HTML / "chapters/03_attention_scoring.html").as_uri())
+    together = page.evaluate("""() => [...document.querySelectorAll(
+        '.bd-sidebar-primary .toctree-l1 > a')].map(a => {
+          const text = [...a.childNodes].find(n => n.nodeType === 3 && n.nodeValue.trim());
+          const zh = a.querySelector('.lang-zh');
+          if (!text || !zh) return null;
+          const range = document.createRange();
+          range.selectNodeContents(text);
+          return [text.nodeValue.trim(), Math.round(range.getClientRects()[0].top) ===
+                                         Math.round(zh.getClientRects()[0].top)];
+        }).filter(x => x)""")
+    context.close()
+    assert len(together) >= 10
+    assert all(same for _, same in together), together
